@@ -1,0 +1,33 @@
+"""dpfast: fast, floating-point-safe differential privacy noise.
+
+All randomness comes from ChaCha20 (RFC 8439). Continuous noise lives on a power-of-two grid
+and integer noise is exact discrete Laplace, so outputs do not leak inputs through low-order
+bits. Mechanisms charge an :class:`Accountant` before drawing.
+"""
+from ._chacha import ChaCha20
+from .accountant import Accountant, BudgetExceededError, default_accountant
+from .mechanisms import laplace_mechanism
+from .noise import (
+    discrete_laplace,
+    laplace,
+    laplace_granularity,
+    laplace_privacy_loss,
+    uniform,
+)
+from .random import default_rng
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Accountant",
+    "BudgetExceededError",
+    "ChaCha20",
+    "default_accountant",
+    "default_rng",
+    "discrete_laplace",
+    "laplace",
+    "laplace_granularity",
+    "laplace_mechanism",
+    "laplace_privacy_loss",
+    "uniform",
+]

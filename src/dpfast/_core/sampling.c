@@ -1,0 +1,323 @@
+#include "sampling.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DPF_MANT_MASK ((UINT64_C(1) << 52) - 1)
+#define DPF_SIGN_BIT (UINT64_C(1) << 52)
+#define DPF_FAST_LIMIT (UINT64_C(1) << 53)
+#define DPF_ONE_BITS UINT64_C(0x3FF0000000000000)
+/* Mantissas above this give m > sqrt(2): 1 + 0x6a09e667f3bcc * 2^-52 < sqrt(2) < the next. */
+#define DPF_SQRT2_MANT UINT64_C(0x6a09e667f3bcc)
+/* 0x1.8p52: adding it to a double of magnitude < 2^51 leaves the integer in the low bits. */
+#define DPF_MAGIC_I 6755399441055744.0
+#define DPF_MAGIC_2P52 UINT64_C(0x4330000000000000)
+
+static inline __attribute__((always_inline)) double dpf_u2d(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline __attribute__((always_inline)) uint64_t dpf_d2u(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* Integer-valued double with |k| < 2^51 to int64, exactly, without a conversion
+ * instruction that older vector units lack. */
+static inline __attribute__((always_inline)) int64_t dpf_d2i(double k)
+{
+    return (int64_t)(dpf_d2u(k + DPF_MAGIC_I) - dpf_d2u(DPF_MAGIC_I));
+}
+
+/* Biased exponent of the 11 binade bits read as a number: 1023 + floor(log2 h), or 0 if
+ * h == 0 (slow path; the caller fixes those samples). */
+static inline __attribute__((always_inline)) uint64_t dpf_binade_exp(uint64_t w)
+{
+    uint64_t h = w >> 53;
+    double hd = dpf_u2d(h | DPF_MAGIC_2P52) - 4503599627370496.0; /* exact: h < 2^11 */
+    return dpf_d2u(hd) >> 52;
+}
+
+/* n = n0 + 1 as a double, for a word on the fast path: n0 = 10 - floor(log2 h). */
+static inline __attribute__((always_inline)) double dpf_fast_n(uint64_t w)
+{
+    uint64_t eb = dpf_binade_exp(w);
+    return 1034.0 - (dpf_u2d(eb | DPF_MAGIC_2P52) - 4503599627370496.0);
+}
+
+/* 2/(2k+1), k = 1..10: the series of 2*atanh(s) - 2s in z = s^2.  With |s| <= 0.1716 the
+ * first omitted term is below 2^-60 relative to the result. */
+#define DPF_A1 (2.0 / 3.0)
+#define DPF_A2 (2.0 / 5.0)
+#define DPF_A3 (2.0 / 7.0)
+#define DPF_A4 (2.0 / 9.0)
+#define DPF_A5 (2.0 / 11.0)
+#define DPF_A6 (2.0 / 13.0)
+#define DPF_A7 (2.0 / 15.0)
+#define DPF_A8 (2.0 / 17.0)
+#define DPF_A9 (2.0 / 19.0)
+#define DPF_A10 (2.0 / 21.0)
+
+/*
+ * Signed discrete Laplace sample, as an integer-valued double, from word w and n = n0 + 1.
+ * ln(m) uses m in [sqrt(1/2), sqrt(2)): with f = m - 1 (exact), s = f/(2+f),
+ * ln(1+f) = f - (f^2/2 - s*(f^2/2 + R(s^2))) keeps the large term f exact and puts the
+ * rounding of s into a small correction.
+ */
+static inline __attribute__((always_inline)) double dpf_dlap_core(uint64_t w, double n,
+                                                                  const dpf_dlap_params *p)
+{
+    uint64_t mant = w & DPF_MANT_MASK;
+    double m = dpf_u2d(mant | DPF_ONE_BITS);
+    int above = mant > DPF_SQRT2_MANT;
+    /* Selects of constants rather than branches, so the loops vectorize. */
+    double mr = m * (above ? 0.5 : 1.0);
+    double nr = n - (above ? 1.0 : 0.0);
+    double f = mr - 1.0;
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double r = z * (DPF_A1 + z * (DPF_A2 + z * (DPF_A3 + z * (DPF_A4 + z * (DPF_A5
+               + z * (DPF_A6 + z * (DPF_A7 + z * (DPF_A8 + z * (DPF_A9 + z * DPF_A10)))))))));
+    double hfsq = 0.5 * f * f;
+    double lnm = f - (hfsq - s * (hfsq + r));
+    /* t*(c + L) = nr*a_hi + (nr*a_lo + t*(c - ln mr)); the first term is exact, so the
+     * floor is split to round only quantities of size ~t. */
+    double big = nr * p->a_hi;
+    double small = nr * p->a_lo + p->t * (p->c - lnm);
+    double fb = __builtin_floor(big);
+    double mag = fb + __builtin_floor((big - fb) + small);
+    /* Sign from bit 52 (moved to bit 63); adding +0.0 turns -0.0 into +0.0, so a zero
+     * sample never carries a sign. */
+    return dpf_u2d(dpf_d2u(mag) ^ ((w & DPF_SIGN_BIT) << 11)) + 0.0;
+}
+
+/* Uniform double bits for a fast-path word: exponent 1022 - n0 = eb - 11. */
+static inline __attribute__((always_inline)) uint64_t dpf_uniform_fast_bits(uint64_t w)
+{
+    return ((dpf_binade_exp(w) - 11) << 52) | (w & DPF_MANT_MASK);
+}
+
+double dpf_uniform_from_bits(uint64_t w, uint64_t n0)
+{
+    uint64_t mant = w & DPF_MANT_MASK;
+    if (n0 <= 1021)
+        return dpf_u2d(((1022 - n0) << 52) | mant);
+    /* Subnormal binades: truncate, as for normal ones; below 2^-1074 (probability 2^-1074)
+     * return the smallest subnormal so that 0 is never returned. */
+    uint64_t shift = n0 - 1021;
+    uint64_t sub = shift >= 64 ? 0 : ((UINT64_C(1) << 52) | mant) >> shift;
+    return dpf_u2d(sub ? sub : 1);
+}
+
+double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p)
+{
+    return dpf_dlap_core(w, (double)(n0 + 1), p);
+}
+
+void dpf_dlap_params_init(dpf_dlap_params *p, double t)
+{
+    static const double ln2_hi = 0x1.62e42fefa39efp-1;
+    static const double ln2_lo = 2.3190468138462996e-17;
+    /* t*ln2 as a double-double (hi + err + t*ln2_lo), then cut hi to 40 bits. */
+    double hi = t * ln2_hi;
+    double err = fma(t, ln2_hi, -hi) + t * ln2_lo;
+    double a_hi = dpf_u2d(dpf_d2u(hi) & ~((UINT64_C(1) << 13) - 1));
+    p->t = t;
+    p->c = ln2_hi - log1p(exp(-1.0 / t)) + ln2_lo;
+    p->a_hi = a_hi;
+    p->a_lo = (hi - a_hi) + err;
+}
+
+/* Leading zero bits of the extra stream, at most 64 * DPF_MAX_EXTRA_WORDS. */
+static uint64_t dpf_extra_zeros(dpf_chacha_t *extra)
+{
+    uint64_t z = 0;
+    for (int k = 0; k < DPF_MAX_EXTRA_WORDS; k++) {
+        uint64_t v = dpf_chacha_next64(extra);
+        if (v)
+            return z + (uint64_t)__builtin_clzll(v);
+        z += 64;
+    }
+    return z;
+}
+
+/* ---- per-target loops ---- */
+#define DPF_SFX scalar
+#define DPF_TARGET
+#include "sampling_kernels.inc"
+#undef DPF_SFX
+#undef DPF_TARGET
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DPF_HAVE_X86 1
+#define DPF_SFX avx2
+#define DPF_TARGET __attribute__((target("avx2")))
+#include "sampling_kernels.inc"
+#undef DPF_SFX
+#undef DPF_TARGET
+#define DPF_SFX avx512
+#define DPF_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+#include "sampling_kernels.inc"
+#undef DPF_SFX
+#undef DPF_TARGET
+#endif
+
+typedef struct {
+    const char *name;
+    int (*any_slow)(const uint64_t *, size_t);
+    void (*dlap_int)(uint64_t *, size_t, const dpf_dlap_params *, const int64_t *);
+    void (*dlap_grid)(uint64_t *, size_t, const dpf_dlap_params *, double, double,
+                      const double *);
+    void (*uniform)(uint64_t *, size_t);
+} dpf_kernels;
+
+static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
+                                         dpf_dlap_grid_scalar, dpf_uniform_scalar};
+#ifdef DPF_HAVE_X86
+static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
+                                       dpf_dlap_grid_avx2, dpf_uniform_avx2};
+static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
+                                         dpf_dlap_grid_avx512, dpf_uniform_avx512};
+#endif
+
+static const dpf_kernels *volatile dpf_active = NULL;
+
+static const dpf_kernels *dpf_pick(const char *name)
+{
+#ifdef DPF_HAVE_X86
+    __builtin_cpu_init();
+    int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+                 && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+    int has2 = __builtin_cpu_supports("avx2");
+    if (name == NULL || strcmp(name, "auto") == 0 || name[0] == '\0')
+        return has512 ? &dpf_k_avx512 : has2 ? &dpf_k_avx2 : &dpf_k_scalar;
+    if (strcmp(name, "avx512") == 0)
+        return has512 ? &dpf_k_avx512 : NULL;
+    if (strcmp(name, "avx2") == 0)
+        return has2 ? &dpf_k_avx2 : NULL;
+#else
+    if (name == NULL || strcmp(name, "auto") == 0 || name[0] == '\0')
+        return &dpf_k_scalar;
+#endif
+    if (strcmp(name, "scalar") == 0)
+        return &dpf_k_scalar;
+    return NULL;
+}
+
+static const dpf_kernels *dpf_kernels_get(void)
+{
+    const dpf_kernels *k = dpf_active;
+    if (k == NULL) {
+        /* Racing first calls all compute the same answer. */
+        k = dpf_pick(getenv("DPFAST_SIMD"));
+        if (k == NULL)
+            k = dpf_pick("auto");
+        dpf_active = k;
+    }
+    return k;
+}
+
+const char *dpf_sampling_impl(void)
+{
+    return dpf_kernels_get()->name;
+}
+
+int dpf_sampling_set_impl(const char *name)
+{
+    const dpf_kernels *k = dpf_pick(name);
+    if (k == NULL)
+        return 0;
+    dpf_active = k;
+    return 1;
+}
+
+/* ---- chunk driver ---- */
+
+/* Recompute, on the slow path, the samples whose words were saved before the transform. */
+static void dpf_fix_slow(const dpf_job *job, dpf_chacha_t *extra, uint64_t *buf,
+                         const uint64_t *words, const uint32_t *idx, size_t cnt)
+{
+    for (size_t j = 0; j < cnt; j++) {
+        uint64_t w = words[j];
+        uint64_t n0 = 11 + dpf_extra_zeros(extra);
+        size_t i = idx[j];
+        switch (job->mode) {
+        case DPF_MODE_UNIFORM:
+            buf[i] = dpf_d2u(dpf_uniform_from_bits(w, n0));
+            break;
+        case DPF_MODE_DLAP_INT: {
+            int64_t k = dpf_d2i(dpf_dlap_core(w, (double)(n0 + 1), &job->lap));
+            if (job->base)
+                k += ((const int64_t *)job->base)[i];
+            buf[i] = (uint64_t)k;
+            break;
+        }
+        default: {
+            double k = dpf_dlap_core(w, (double)(n0 + 1), &job->lap);
+            double v = job->base
+                ? (__builtin_rint(((const double *)job->base)[i] * job->ginv) + k) * job->g
+                : k * job->g;
+            buf[i] = dpf_d2u(v);
+            break;
+        }
+        }
+    }
+}
+
+void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, void *out,
+                    size_t n_total)
+{
+    enum { BATCH = DPF_CHACHA_BUF_WORDS };   /* 16 blocks: one SIMD keystream batch */
+    const dpf_kernels *kern = dpf_kernels_get();
+    dpf_chacha_t extra;
+    uint64_t tail[BATCH];
+    uint64_t slow_words[BATCH];
+    uint32_t slow_idx[BATCH];
+    size_t start = (size_t)chunk * DPF_CHUNK;
+    if (start >= n_total)
+        return;
+    size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
+    uint64_t *dst = (uint64_t *)out + start;
+
+    dpf_chacha_init(&extra, key, 0, 2 * chunk + 1);
+    for (size_t off = 0; off < n; off += BATCH) {
+        size_t len = n - off < BATCH ? n - off : BATCH;
+        /* Keystream goes straight into the output (8-byte elements either way) and is
+         * transformed there while it is in L1. */
+        uint64_t *buf = len == BATCH ? dst + off : tail;
+        dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * chunk, buf, BATCH / 8);
+        size_t cnt = 0;
+        if (kern->any_slow(buf, len)) {
+            for (size_t i = 0; i < len; i++) {
+                if (buf[i] < DPF_FAST_LIMIT) {
+                    slow_words[cnt] = buf[i];
+                    slow_idx[cnt++] = (uint32_t)i;
+                }
+            }
+        }
+        dpf_job sub = *job;
+        if (sub.base)
+            sub.base = (const char *)sub.base + (start + off) * 8;
+        switch (job->mode) {
+        case DPF_MODE_UNIFORM:
+            kern->uniform(buf, len);
+            break;
+        case DPF_MODE_DLAP_INT:
+            kern->dlap_int(buf, len, &sub.lap, (const int64_t *)sub.base);
+            break;
+        default:
+            kern->dlap_grid(buf, len, &sub.lap, sub.g, sub.ginv, (const double *)sub.base);
+            break;
+        }
+        if (cnt)
+            dpf_fix_slow(&sub, &extra, buf, slow_words, slow_idx, cnt);
+        if (buf == tail)
+            memcpy(dst + off, tail, len * 8);
+    }
+}

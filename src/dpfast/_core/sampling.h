@@ -1,0 +1,85 @@
+/*
+ * Full-precision uniforms and exact-grid Laplace noise from ChaCha20 keystream words.
+ *
+ * One 64-bit keystream word w feeds one sample:
+ *   bits 63..53  (11 bits) the binade of the uniform: the number of leading zeros n0 of this
+ *                field is a Geometric(1/2) variable; when the field is all zero (probability
+ *                2^-11) counting continues in words of a separate "extra" stream, so the
+ *                exponent has its exact distribution down to 2^-1099;
+ *   bit  52      the sign of a Laplace sample (unused by the uniform);
+ *   bits 51..0   the 52-bit mantissa.
+ * The real uniform R lies in [2^-(n0+1), 2^-n0) and its leading 53 bits are m * 2^-(n0+1),
+ * m = 1.mantissa.  Exponent and mantissa bits are independent, so taking the mantissa from
+ * fixed bits instead of "the bits after the leading one" gives the same distribution: every
+ * double d in (0,1) comes out with probability equal to its spacing (truncation of R).
+ *
+ * Discrete Laplace with parameter t (P[K=k] proportional to exp(-|k|/t)) by inverse CDF:
+ * with alpha = exp(-1/t), P[|K| >= j] = 2 alpha^j / (1+alpha) for j >= 1, so
+ *     |K| = floor(t * (c + L)),   L = -ln R,   c = ln(2/(1+alpha)),
+ * and K = +-|K| by the sign bit (P[K=0] comes out right without rejection).  L is computed as
+ * n*ln2 - ln(m) with n = n0 + 1 and ln(m) on [sqrt(1/2), sqrt(2)) only, so its absolute error
+ * is a few units of 2^-53 whatever the magnitude of L; t*n*ln2 is split into an exact product
+ * n*a_hi and a small remainder, so the floor is taken of a sum whose rounding error is
+ * proportional to t, not to t*L.  docs: see dpfast.noise for the privacy bound this gives.
+ *
+ * Only IEEE-754 basic operations, floor and rint are used (no libm calls, no FMA: the build
+ * uses -ffp-contract=off), so scalar, AVX2 and AVX-512 builds give bit-identical samples.
+ */
+#ifndef DPF_SAMPLING_H
+#define DPF_SAMPLING_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "chacha20.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest number of extra words one sample may read after its own word. */
+#define DPF_MAX_EXTRA_WORDS 17
+/* Samples per chunk: each chunk has its own pair of streams, so output does not depend on
+ * the number of threads that process the chunks. */
+#define DPF_CHUNK 65536
+
+typedef struct {
+    double t;       /* discrete Laplace parameter (scale in grid units) */
+    double c;       /* ln(2 / (1 + exp(-1/t))) */
+    double a_hi;    /* t*ln2 truncated to 40 significant bits: n*a_hi is exact for n < 2^13 */
+    double a_lo;    /* t*ln2 - a_hi */
+} dpf_dlap_params;
+
+enum dpf_mode {
+    DPF_MODE_UNIFORM = 0,     /* double in (0,1) */
+    DPF_MODE_DLAP_INT = 1,    /* int64 K (+ int64 base) */
+    DPF_MODE_DLAP_GRID = 2    /* double (rint(base/g) + K) * g, base optional */
+};
+
+typedef struct {
+    int mode;
+    dpf_dlap_params lap;
+    double g;               /* grid step (power of two), DLAP_GRID only */
+    double ginv;            /* 1/g */
+    const void *base;       /* int64_t* or double* per mode, or NULL; indexed like out */
+} dpf_job;
+
+void dpf_dlap_params_init(dpf_dlap_params *p, double t);
+
+/* Fill chunk `chunk` (elements [chunk*DPF_CHUNK, ...) of out[0:n_total], 8-byte elements,
+ * int64 or double by job->mode) of a call keyed by key: main stream nonce 2*chunk, extra
+ * stream nonce 2*chunk+1, counters from 0.  job->base, if set, is indexed like out. */
+void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job,
+                    void *out, size_t n_total);
+
+/* Test shims: the sample a word gives when its binade has n0 leading zeros (n0 >= 0 as
+ * given, bypassing the binade bits). */
+double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p);
+double dpf_uniform_from_bits(uint64_t w, uint64_t n0);
+
+const char *dpf_sampling_impl(void);
+int dpf_sampling_set_impl(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

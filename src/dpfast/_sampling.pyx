@@ -1,0 +1,145 @@
+"""Compiled sampling kernels: chunked, GIL-free, thread-count independent.
+
+Each call is keyed by a fresh 256-bit sub-key drawn from the caller's generator; chunk c of
+the output (DPF_CHUNK elements) reads its own ChaCha20 streams (nonces 2c and 2c+1 under that
+key), so for a given key the output is the same whatever the number of threads.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+cnp.import_array()
+
+cdef extern from "sampling.h":
+    enum: DPF_CHUNK
+    enum: DPF_MAX_EXTRA_WORDS
+    enum dpf_mode:
+        DPF_MODE_UNIFORM
+        DPF_MODE_DLAP_INT
+        DPF_MODE_DLAP_GRID
+    ctypedef struct dpf_dlap_params:
+        double t
+        double c
+        double a_hi
+        double a_lo
+    ctypedef struct dpf_job:
+        int mode
+        dpf_dlap_params lap
+        double g
+        double ginv
+        const void *base
+    void dpf_dlap_params_init(dpf_dlap_params *p, double t) nogil
+    void dpf_fill_chunk(const uint32_t *key, uint64_t chunk, const dpf_job *job, void *out,
+                        size_t n_total) nogil
+    double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p) nogil
+    double dpf_uniform_from_bits(uint64_t w, uint64_t n0) nogil
+    const char *dpf_sampling_impl()
+    int dpf_sampling_set_impl(const char *name)
+
+CHUNK = DPF_CHUNK
+MAX_EXTRA_WORDS = DPF_MAX_EXTRA_WORDS
+
+
+cdef void _run(const uint32_t[::1] key, const dpf_job *job, void *out, Py_ssize_t n,
+               int threads) noexcept nogil:
+    cdef Py_ssize_t nchunks = (n + DPF_CHUNK - 1) // DPF_CHUNK
+    cdef Py_ssize_t c
+    if nchunks <= 1 or threads <= 1:
+        for c in range(nchunks):
+            dpf_fill_chunk(&key[0], c, job, out, n)
+    else:
+        for c in prange(nchunks, num_threads=threads, schedule="static"):
+            dpf_fill_chunk(&key[0], c, job, out, n)
+
+
+cdef dpf_job _job(int mode, double t):
+    cdef dpf_job job
+    job.mode = mode
+    job.g = 1.0
+    job.ginv = 1.0
+    job.base = NULL
+    dpf_dlap_params_init(&job.lap, t)
+    return job
+
+
+def fill_uniform(const uint32_t[::1] key, double[::1] out, int threads):
+    """Full-precision uniforms on (0, 1) into out."""
+    cdef dpf_job job = _job(DPF_MODE_UNIFORM, 1.0)
+    with nogil:
+        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+def fill_discrete_laplace(const uint32_t[::1] key, int64_t[::1] out, double t,
+                          const int64_t[::1] base, int threads):
+    """out[i] = base[i] + K_i (base may be None), K_i two-sided geometric with parameter t."""
+    cdef dpf_job job = _job(DPF_MODE_DLAP_INT, t)
+    if base is not None:
+        if base.shape[0] != out.shape[0]:
+            raise ValueError("base and out differ in length")
+        if base.shape[0]:
+            job.base = &base[0]
+    with nogil:
+        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double g,
+                      const double[::1] base, int threads):
+    """out[i] = (rint(base[i]/g) + K_i) * g (base may be None), g a power of two."""
+    cdef dpf_job job = _job(DPF_MODE_DLAP_GRID, t)
+    job.g = g
+    job.ginv = 1.0 / g
+    if base is not None:
+        if base.shape[0] != out.shape[0]:
+            raise ValueError("base and out differ in length")
+        if base.shape[0]:
+            job.base = &base[0]
+    with nogil:
+        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+def dlap_params(double t):
+    """The constants the discrete Laplace kernel uses for parameter t (for tests)."""
+    cdef dpf_dlap_params p
+    dpf_dlap_params_init(&p, t)
+    return {"t": p.t, "c": p.c, "a_hi": p.a_hi, "a_lo": p.a_lo}
+
+
+def dlap_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t):
+    """Signed discrete Laplace samples (as float64) that the kernel derives from keystream
+    word words[i] when the binade has n0[i] leading zeros (test shim)."""
+    cdef dpf_dlap_params p
+    cdef Py_ssize_t i, n = words.shape[0]
+    if n0.shape[0] != n:
+        raise ValueError("words and n0 differ in length")
+    dpf_dlap_params_init(&p, t)
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    with nogil:
+        for i in range(n):
+            o[i] = dpf_dlap_from_bits(words[i], n0[i], &p)
+    return out
+
+
+def uniform_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0):
+    """The uniform the kernel derives from words[i] with n0[i] leading binade zeros."""
+    cdef Py_ssize_t i, n = words.shape[0]
+    if n0.shape[0] != n:
+        raise ValueError("words and n0 differ in length")
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    with nogil:
+        for i in range(n):
+            o[i] = dpf_uniform_from_bits(words[i], n0[i])
+    return out
+
+
+def simd_impl():
+    """Name of the sampling-kernel implementation in use: 'avx512', 'avx2' or 'scalar'."""
+    return dpf_sampling_impl().decode()
+
+
+def set_simd_impl(name):
+    """Force a sampling-kernel implementation; True if the CPU can run it (for tests)."""
+    return bool(dpf_sampling_set_impl(name.encode()))

@@ -1,0 +1,273 @@
+"""Raw noise: full-precision uniforms, exact-grid Laplace and discrete Laplace.
+
+These are building blocks and charge no budget; the mechanisms in
+:mod:`dpfast.mechanisms` validate, charge an accountant and then call them.
+
+How the samplers avoid the floating-point attack
+------------------------------------------------
+A textbook ``x + b*log(u)`` on doubles can output values for input ``x`` that it can never
+output for a neighbouring ``x'`` (Mironov, CCS 2012), so single outputs identify the input.
+dpfast's continuous Laplace noise is instead an exact discrete distribution on a power-of-two
+grid: ``laplace(b)`` returns ``g*K`` with ``g = laplace_granularity(b)`` (the smallest power
+of two >= ``b * 2**-24``) and ``K`` a two-sided geometric variable,
+``P[K = k]`` proportional to ``exp(-|k| g / b)``. Mechanisms round the input to the grid
+first, so the set of possible outputs is the same grid for every input.
+
+``K`` is drawn by inverse CDF, ``|K| = floor(t (c + L))`` with ``t = b/g``,
+``c = ln(2/(1 + exp(-1/t)))`` and ``L = -ln U``, from a *full-precision* uniform ``U``
+(every double in (0, 1) possible, with probability equal to its spacing) and an independent
+sign bit. See ``_core/sampling.h`` for how ``L`` is computed so that its absolute error is a
+few units of 2**-53 at any magnitude.
+
+Privacy bound including floating-point error
+--------------------------------------------
+Let ``E = (t + 1) * 2**-49`` bound the error of the computed ``t (c + L)`` (in units of
+``K``; the analysis gives about a quarter of that, ``tests/test_noise_accuracy.py`` measures
+it). Each cell boundary of the inverse CDF then moves by at most ``E/t`` in ``L``, which
+changes every probability ``P[K = k]`` by a factor within
+``[exp(-E/t)(1 - 2E), exp(E/t)(1 + 2E)]``. So a release whose exact privacy loss is
+``eps_exact`` has loss at most ``eps_exact + eta(t)`` with
+``eta(t) = 2E/t + ln((1 + 2E)/(1 - 2E))`` (about ``4 t 2**-49`` for large ``t``).
+For the grid mechanism with sensitivity ``D``, rounding inputs to the grid can move them
+``ceil(D/g)`` cells apart, so ``eps_exact = ceil(D/g) g / b <= eps + g/b``; with
+``t = b/g`` in ``(2**23, 2**24]`` both terms are below ``2**-22``: the total is
+``eps' <= eps + 2.4e-7``. For the integer mechanism ``eps_exact = floor(D)/t <= eps`` and
+``eta`` grows with the scale (``t = 1000``: ``7e-12``). :func:`laplace_privacy_loss`
+computes the bound for given parameters.
+
+The uniform's exponent comes from the leading zeros of 11 bits of the sample's word, and from
+up to 17 further words of a separate stream when all 11 are zero (probability 2**-11); the
+number of words (and the time) per sample is therefore 1 with probability 1 - 2**-11 and at
+most 18. Past 1099 leading zero bits (probability 2**-1099, far below ChaCha20's 2**-256
+security level) the count stops.
+"""
+import math
+
+import numpy as np
+
+from . import _sampling
+from . import random as _random
+from . import validation as _v
+
+__all__ = [
+    "GRANULARITY_BITS",
+    "uniform",
+    "laplace",
+    "discrete_laplace",
+    "laplace_granularity",
+    "laplace_privacy_loss",
+]
+
+#: Laplace outputs are multiples of the smallest power of two >= scale * 2**-GRANULARITY_BITS.
+#: 24 balances the cost of rounding inputs to the grid (g/b) against the floating-point error
+#: of the inverse CDF (which grows with b/g); see the module docstring.
+GRANULARITY_BITS = 24
+#: Bound, per unit of t (plus one), on the error of the computed t*(c + L), in units of K.
+FP_ERROR = 2.0**-49
+#: Largest discrete Laplace scale: beyond it K may exceed the kernel's exact range (2**51)
+#: and the floating-point term of the privacy bound is no longer small.
+MAX_DISCRETE_SCALE = 2.0**40
+
+
+def _grid(scale):
+    """(g, t): the power-of-two grid step for scale and t = scale/g (exact)."""
+    m, e = math.frexp(scale)            # scale = m 2^e, m in [0.5, 1)
+    g = math.ldexp(1.0, e - 1 - GRANULARITY_BITS) if m == 0.5 else \
+        math.ldexp(1.0, e - GRANULARITY_BITS)
+    return g, scale / g
+
+
+def _eta(t):
+    err = (t + 1.0) * FP_ERROR
+    if 2 * err >= 1:
+        return math.inf
+    return 2 * err / t + math.log1p(2 * err) - math.log1p(-2 * err)
+
+
+def _draw(kind, scale, shape, rng, threads, func, base=None):
+    """Validated inputs in, one kernel call, array of `shape` out."""
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+    n = math.prod(shape)
+    key = _random.draw_key(bitgen)
+    if kind == "uniform":
+        out = np.empty(n, dtype=np.float64)
+        _sampling.fill_uniform(key, out, nthreads)
+    elif kind == "discrete":
+        out = np.empty(n, dtype=np.int64)
+        _sampling.fill_discrete_laplace(key, out, scale, base, nthreads)
+    else:
+        g, t = _grid(scale)
+        out = np.empty(n, dtype=np.float64)
+        _sampling.fill_grid_laplace(key, out, t, g, base, nthreads)
+    return out.reshape(shape)
+
+
+def _finish(out, size):
+    return out[()].item() if size is None else out
+
+
+def uniform(size=None, *, rng=None, threads=None):
+    """uniform(size=None, *, rng=None, threads=None)
+
+    Full-precision uniform doubles on the open interval (0, 1).
+
+    Every double in (0, 1) can occur, with probability equal to its spacing (the real
+    uniform rounded down), unlike ``Generator.random`` which returns multiples of 2**-53.
+
+    Parameters
+    ----------
+    size : int or tuple of ints, optional
+        Output shape; ``None`` returns a Python float.
+    rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
+        Source of randomness (see :func:`dpfast.random.resolve_rng`).
+    threads : int, optional
+        Threads for large outputs; default ``OMP_NUM_THREADS`` or the usable CPUs. The result
+        for a given ``rng`` does not depend on it.
+
+    Returns
+    -------
+    float or ndarray of float64
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> u = dp.uniform(1000, rng=1)
+    >>> bool(((u > 0) & (u < 1)).all())
+    True
+    """
+    shape = _v.check_size(size, "uniform")
+    return _finish(_draw("uniform", 1.0, shape or (), rng, threads, "uniform"), shape)
+
+
+def laplace_granularity(scale):
+    """laplace_granularity(scale)
+
+    The grid step ``g`` of :func:`laplace` noise with this scale: the smallest power of two
+    ``>= scale * 2**-GRANULARITY_BITS``.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> dp.laplace_granularity(1.0) == 2.0**-24
+    True
+    >>> dp.laplace_granularity(10.0) == 2.0**-20
+    True
+    """
+    return _grid(_v.check_scale(scale, "laplace_granularity"))[0]
+
+
+def laplace(scale, size=None, *, rng=None, threads=None):
+    """laplace(scale, size=None, *, rng=None, threads=None)
+
+    Laplace noise with the given scale, on an exact power-of-two grid.
+
+    Parameters
+    ----------
+    scale : float
+        The Laplace scale ``b`` (for a mechanism, sensitivity / epsilon), in [2^-1000, 2^1000).
+    size : int or tuple of ints, optional
+        Output shape; ``None`` returns a Python float.
+    rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
+        Source of randomness. ``None`` uses a process-wide generator keyed from the OS.
+    threads : int, optional
+        Threads for large outputs (default ``OMP_NUM_THREADS``); the result for a given
+        ``rng`` does not depend on it.
+
+    Returns
+    -------
+    float or ndarray of float64
+        Multiples of ``g = laplace_granularity(scale)``, distributed as ``g*K`` with
+        ``P[K = k]`` proportional to ``exp(-|k| g / scale)``: mean 0, variance within a
+        relative ``2**-40`` of ``2 scale**2``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a scale that is not a finite float in range, or a bad size, rng or threads.
+
+    Notes
+    -----
+    Drawn by inverse CDF from a full-precision uniform and a sign bit: one 64-bit ChaCha20
+    word per sample with probability 1 - 2**-11, at most 18. Privacy bound including
+    floating-point error: see the module documentation and :func:`laplace_privacy_loss`.
+
+    References
+    ----------
+    I. Mironov, "On significance of the least significant bits for differential privacy",
+    CCS 2012.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> x = dp.laplace(1.0, 5, rng=42)
+    >>> g = dp.laplace_granularity(1.0)
+    >>> bool((x / g == (x / g).round()).all())
+    True
+    """
+    b = _v.check_scale(scale, "laplace")
+    shape = _v.check_size(size, "laplace")
+    return _finish(_draw("grid", b, shape or (), rng, threads, "laplace"), shape)
+
+
+def discrete_laplace(scale, size=None, *, rng=None, threads=None):
+    """discrete_laplace(scale, size=None, *, rng=None, threads=None)
+
+    Discrete Laplace (two-sided geometric) noise: int64 with
+    ``P[K = k] = (1 - a)/(1 + a) * a**|k|``, ``a = exp(-1/scale)``.
+
+    Parameters
+    ----------
+    scale : float
+        In [2^-1000, 2^40]. Adding this noise to an integer query of sensitivity ``D``
+        is ``floor(D)/scale``-differentially private.
+    size : int or tuple of ints, optional
+        Output shape; ``None`` returns a Python int.
+    rng, threads
+        As for :func:`laplace`.
+
+    Returns
+    -------
+    int or ndarray of int64
+
+    Notes
+    -----
+    Same kernel as :func:`laplace` (whose output is this noise times the grid step), so the
+    same words-per-sample bound and floating-point analysis apply.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> dp.discrete_laplace(2.0, 4, rng=3).dtype
+    dtype('int64')
+    """
+    t = _v.check_scale(scale, "discrete_laplace", high=MAX_DISCRETE_SCALE)
+    shape = _v.check_size(size, "discrete_laplace")
+    return _finish(_draw("discrete", t, shape or (), rng, threads, "discrete_laplace"), shape)
+
+
+def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
+    """laplace_privacy_loss(scale, sensitivity, *, discrete=False)
+
+    Certified privacy loss epsilon' of adding dpfast's Laplace noise of ``scale`` to a query
+    of L1 ``sensitivity``, including grid rounding and floating-point error.
+
+    For the grid mechanism (``discrete=False``): ``ceil(D/g) g/b + eta(b/g)``;
+    for integer queries with discrete noise: ``floor(D)/b + eta(b)``; ``eta`` as in the
+    module documentation.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> eps_prime = dp.laplace_privacy_loss(10.0, 1.0)
+    >>> 0.1 < eps_prime < 0.1 + 2.4e-7
+    True
+    """
+    func = "laplace_privacy_loss"
+    d = _v.check_sensitivity(sensitivity, func)
+    if discrete:
+        t = _v.check_scale(scale, func, high=MAX_DISCRETE_SCALE)
+        return math.floor(d) / t + _eta(t)
+    b = _v.check_scale(scale, func)
+    g, t = _grid(b)
+    return math.ceil(d / g) / t + _eta(t)

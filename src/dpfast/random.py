@@ -1,0 +1,104 @@
+"""Randomness: the ChaCha20 generator, how ``rng=`` arguments are read, thread counts."""
+import os
+import threading
+
+import numpy as np
+
+from ._chacha import ChaCha20
+from . import validation as _v
+
+__all__ = ["ChaCha20", "default_rng", "resolve_rng", "resolve_threads"]
+
+
+def default_rng(seed=None):
+    """default_rng(seed=None)
+
+    A ``numpy.random.Generator`` over :class:`ChaCha20`.
+
+    ``seed=None`` keys it from ``os.urandom``; a seed makes it reproducible (tests only).
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> g = dp.default_rng(7)
+    >>> g.integers(0, 10, size=3).shape
+    (3,)
+    """
+    return np.random.Generator(ChaCha20(seed))
+
+
+_global = None
+_global_lock = threading.Lock()
+
+
+def _reset_global_after_fork():
+    # A forked child must not replay its parent's keystream.
+    global _global
+    _global = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_global_after_fork)
+
+
+def _global_rng():
+    global _global
+    with _global_lock:
+        if _global is None:
+            _global = ChaCha20()
+        return _global
+
+
+def resolve_rng(rng, func):
+    """The :class:`ChaCha20` that ``rng=`` designates.
+
+    ``None``: a process-wide generator keyed from ``os.urandom`` (re-keyed in forked
+    children). A ``ChaCha20`` or a ``numpy.random.Generator`` over one: that generator, whose
+    stream advances. An int, a sequence of ints or a ``SeedSequence``: a new ``ChaCha20`` from
+    that seed (reproducible). Anything else, including a Generator over a non-cryptographic
+    bit generator, is a ``TypeError``.
+    """
+    if rng is None:
+        return _global_rng()
+    if isinstance(rng, ChaCha20):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        bg = rng.bit_generator
+        if isinstance(bg, ChaCha20):
+            return bg
+        raise TypeError(f"The 'rng' parameter of {func} must draw from dpfast.ChaCha20; got a "
+                        f"Generator over {type(bg).__name__}, which is not cryptographically "
+                        "secure. Use dpfast.default_rng(seed) or np.random.Generator("
+                        "dpfast.ChaCha20(seed)).")
+    if isinstance(rng, np.random.SeedSequence):
+        return ChaCha20(rng)
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ValueError(f"The 'rng' parameter of {func} must be a non-negative seed. "
+                             f"Got {rng!r} instead.")
+        return ChaCha20(int(rng))
+    raise TypeError(f"The 'rng' parameter of {func} must be None, a seed (int), a "
+                    "dpfast.ChaCha20 or a numpy Generator over one. "
+                    f"Got {rng!r} instead.")
+
+
+def draw_key(bitgen):
+    """A fresh 256-bit sub-key (8 uint32) taken from ``bitgen``'s stream, for one call."""
+    return np.ascontiguousarray(bitgen._draw_key(), dtype=np.uint32)
+
+
+def default_threads():
+    """Threads to use when ``threads=None``: ``OMP_NUM_THREADS`` if set, else usable CPUs."""
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env.isdigit() and int(env) >= 1:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_threads(threads, func):
+    """Validated thread count: ``threads`` if given, else :func:`default_threads`."""
+    t = _v.check_threads(threads, func)
+    return default_threads() if t is None else t
