@@ -35,6 +35,8 @@ cdef extern from "sampling.h":
                         size_t n_total) nogil
     double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p) nogil
     double dpf_uniform_from_bits(uint64_t w, uint64_t n0) nogil
+    void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
+                              double *rest) nogil
     const char *dpf_sampling_impl()
     int dpf_sampling_set_impl(const char *name)
 
@@ -120,6 +122,24 @@ def dlap_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t):
         for i in range(n):
             o[i] = dpf_dlap_from_bits(words[i], n0[i], &p)
     return out
+
+
+def dlap_z_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t):
+    """The kernel's unfloored magnitude t*(c + L) for each word, as (integer part, rest):
+    the sample magnitude is fb + floor(rest) (test shim for error measurements)."""
+    cdef dpf_dlap_params p
+    cdef Py_ssize_t i, n = words.shape[0]
+    if n0.shape[0] != n:
+        raise ValueError("words and n0 differ in length")
+    dpf_dlap_params_init(&p, t)
+    fb = np.empty(n, dtype=np.float64)
+    rest = np.empty(n, dtype=np.float64)
+    cdef double[::1] f = fb
+    cdef double[::1] r = rest
+    with nogil:
+        for i in range(n):
+            dpf_dlap_z_from_bits(words[i], n0[i], &p, &f[i], &r[i])
+    return fb, rest
 
 
 def uniform_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0):

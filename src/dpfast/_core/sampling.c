@@ -65,13 +65,14 @@ static inline __attribute__((always_inline)) double dpf_fast_n(uint64_t w)
 #define DPF_A10 (2.0 / 21.0)
 
 /*
- * Signed discrete Laplace sample, as an integer-valued double, from word w and n = n0 + 1.
- * ln(m) uses m in [sqrt(1/2), sqrt(2)): with f = m - 1 (exact), s = f/(2+f),
- * ln(1+f) = f - (f^2/2 - s*(f^2/2 + R(s^2))) keeps the large term f exact and puts the
- * rounding of s into a small correction.
+ * t*(c + L) for word w and n = n0 + 1, as an integer fb plus a remainder rest (so the sample
+ * magnitude is fb + floor(rest)).  ln(m) uses m in [sqrt(1/2), sqrt(2)): with f = m - 1
+ * (exact), s = f/(2+f), ln(1+f) = f - (f^2/2 - s*(f^2/2 + R(s^2))) keeps the large term f
+ * exact and puts the rounding of s into a small correction.
  */
-static inline __attribute__((always_inline)) double dpf_dlap_core(uint64_t w, double n,
-                                                                  const dpf_dlap_params *p)
+static inline __attribute__((always_inline)) void dpf_dlap_split(uint64_t w, double n,
+                                                                 const dpf_dlap_params *p,
+                                                                 double *fb, double *rest)
 {
     uint64_t mant = w & DPF_MANT_MASK;
     double m = dpf_u2d(mant | DPF_ONE_BITS);
@@ -86,12 +87,22 @@ static inline __attribute__((always_inline)) double dpf_dlap_core(uint64_t w, do
                + z * (DPF_A6 + z * (DPF_A7 + z * (DPF_A8 + z * (DPF_A9 + z * DPF_A10)))))))));
     double hfsq = 0.5 * f * f;
     double lnm = f - (hfsq - s * (hfsq + r));
-    /* t*(c + L) = nr*a_hi + (nr*a_lo + t*(c - ln mr)); the first term is exact, so the
-     * floor is split to round only quantities of size ~t. */
+    /* t*(c + L) = nr*a_hi + (nr*a_lo + t*(c - ln mr)); the first term is exact, so only
+     * quantities of size ~t are rounded. */
     double big = nr * p->a_hi;
     double small = nr * p->a_lo + p->t * (p->c - lnm);
-    double fb = __builtin_floor(big);
-    double mag = fb + __builtin_floor((big - fb) + small);
+    double ib = __builtin_floor(big);
+    *fb = ib;
+    *rest = (big - ib) + small;
+}
+
+/* Signed discrete Laplace sample, as an integer-valued double, from word w and n = n0 + 1. */
+static inline __attribute__((always_inline)) double dpf_dlap_core(uint64_t w, double n,
+                                                                  const dpf_dlap_params *p)
+{
+    double fb, rest;
+    dpf_dlap_split(w, n, p, &fb, &rest);
+    double mag = fb + __builtin_floor(rest);
     /* Sign from bit 52 (moved to bit 63); adding +0.0 turns -0.0 into +0.0, so a zero
      * sample never carries a sign. */
     return dpf_u2d(dpf_d2u(mag) ^ ((w & DPF_SIGN_BIT) << 11)) + 0.0;
@@ -118,6 +129,12 @@ double dpf_uniform_from_bits(uint64_t w, uint64_t n0)
 double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p)
 {
     return dpf_dlap_core(w, (double)(n0 + 1), p);
+}
+
+void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
+                          double *rest)
+{
+    dpf_dlap_split(w, (double)(n0 + 1), p, fb, rest);
 }
 
 void dpf_dlap_params_init(dpf_dlap_params *p, double t)

@@ -75,6 +75,9 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job,
  * given, bypassing the binade bits). */
 double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p);
 double dpf_uniform_from_bits(uint64_t w, uint64_t n0);
+/* The unfloored magnitude t*(c + L) as fb + rest (fb integral), for error measurements. */
+void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
+                          double *rest);
 
 const char *dpf_sampling_impl(void);
 int dpf_sampling_set_impl(const char *name);

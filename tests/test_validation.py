@@ -1,0 +1,616 @@
+"""Argument validation: every bad input fails loudly, early and without side effects.
+
+A rejected call must raise TypeError (not a number / wrong type) or ValueError (a number out
+of range, NaN, infinity), name the offending parameter and show the value received, and it
+must do so before the accountant is charged or a single word is taken from the generator:
+otherwise a caller who retries after a typo silently pays twice, or a failed call still
+consumes randomness that a later release was meant to use.
+"""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import dpfast as dp
+
+NAN = float("nan")
+INF = float("inf")
+
+
+# -- helpers ---------------------------------------------------------------------------
+def rng_snapshot(rng):
+    """Comparable copy of a ChaCha20 position (the key comes back as an ndarray)."""
+    s = rng.state
+    inner = dict(s["state"], key=tuple(int(k) for k in s["state"]["key"]))
+    return dict(s, state=inner)
+
+
+def used_accountant():
+    # Non-zero spent and a non-empty ledger, so "unchanged" is not trivially "still zero".
+    acct = dp.Accountant(epsilon=100.0, delta=0.5)
+    acct.spend(0.25, 1e-6, label="earlier release")
+    return acct
+
+
+def accountant_record(acct):
+    return acct.spent, len(acct), acct.ledger
+
+
+def assert_message(exc_info, name, received):
+    """The message names the parameter and, after "Got", shows what was received."""
+    msg = str(exc_info.value)
+    assert f"'{name}'" in msg, msg
+    got = msg.lower().find("got")
+    assert got >= 0, msg
+    assert received in msg[got:], f"{received!r} not reported in: {msg}"
+
+
+def assert_raises_exactly(exc, call):
+    """pytest.raises, but a ValueError case must not be satisfied by a budget refusal."""
+    with pytest.raises(exc) as info:
+        call()
+    assert not isinstance(info.value, dp.BudgetExceededError)
+    if exc is ValueError:
+        assert not isinstance(info.value, TypeError)
+    return info
+
+
+def test_rng_snapshot_detects_a_draw():
+    # Guards the side-effect checks below: an unchanged snapshot must mean "nothing drawn".
+    rng = dp.ChaCha20(seed=1)
+    before = rng_snapshot(rng)
+    dp.laplace(1.0, rng=rng)
+    assert rng_snapshot(rng) != before
+
+
+# -- bad-input tables ------------------------------------------------------------------
+VE, TE = ValueError, TypeError
+
+EPSILON_BAD = [
+    (0, VE), (-0.0, VE), (-1, VE), (NAN, VE), (INF, VE), (-INF, VE),
+    ("0.1", TE), (None, TE), (True, TE), (complex(1, 0), TE), ([0.1], TE),
+]
+SENSITIVITY_BAD = [
+    (0, VE), (-1, VE), (-0.0, VE), (NAN, VE), (INF, VE), ("1", TE), (None, TE),
+]
+# (value, exception, what the message must report): for NaN/inf data the offending entry.
+VALUE_BAD = [
+    (NAN, VE, "nan"),
+    (INF, VE, "inf"),
+    (-INF, VE, "-inf"),
+    ([1.0, NAN], VE, "nan"),
+    (np.array([[1.0], [np.inf]]), VE, "inf"),
+    ("abc", TE, repr("abc")),
+    (None, TE, "None"),
+    ([1, "a"], TE, repr([1, "a"])),
+    (np.array([True]), TE, repr(np.array([True]))),
+    (True, TE, "True"),
+    (1 + 2j, TE, repr(1 + 2j)),
+    (np.array([1 + 0j]), TE, repr(np.array([1 + 0j]))),
+    (np.array([1.0, 2.0], dtype=object), TE, repr(np.array([1.0, 2.0], dtype=object))),
+    (np.array(["2024-01-01"], dtype="datetime64[D]"), TE,
+     repr(np.array(["2024-01-01"], dtype="datetime64[D]"))),
+    ([[1.0], [1.0, 2.0]], TE, repr([[1.0], [1.0, 2.0]])),
+]
+# A Generator over a non-cryptographic bit generator is refused as the wrong *kind* of rng;
+# its message names the bit generator rather than repeating the Generator's repr.
+RNG_BAD = [
+    ({"x": 1}, TE, repr({"x": 1})),
+    ("seed", TE, repr("seed")),
+    (-1, VE, "-1"),
+    (np.random.default_rng(0), TE, "PCG64"),
+    (np.random.Generator(np.random.MT19937(0)), TE, "MT19937"),
+    (1.5, TE, "1.5"),
+]
+THREADS_BAD = [(0, VE), (-1, VE), (1.5, TE), ("2", TE)]
+ACCOUNTANT_BAD = [("acct", TE), (1.0, TE)]
+
+
+def _cases(param, table):
+    out = []
+    for row in table:
+        bad, exc = row[0], row[1]
+        received = row[2] if len(row) > 2 else repr(bad)
+        out.append(pytest.param(param, bad, exc, received, id=f"{param}={received}"))
+    return out
+
+
+MECHANISM_CASES = (
+    _cases("epsilon", EPSILON_BAD)
+    + _cases("sensitivity", SENSITIVITY_BAD)
+    + _cases("value", VALUE_BAD)
+    + _cases("rng", RNG_BAD)
+    + _cases("threads", THREADS_BAD)
+    + _cases("accountant", ACCOUNTANT_BAD)
+)
+
+
+@pytest.mark.parametrize("param, bad, exc, received", MECHANISM_CASES)
+def test_laplace_mechanism_rejects_bad_argument(param, bad, exc, received):
+    acct = used_accountant()
+    rng = dp.ChaCha20(seed=1)
+    kwargs = dict(value=3.0, sensitivity=1.0, epsilon=0.5, accountant=acct, rng=rng,
+                  threads=None)
+    kwargs[param] = bad
+    value = kwargs.pop("value")
+    record = accountant_record(acct)
+    default_len = len(dp.default_accountant())
+    rng_before = rng_snapshot(rng)
+
+    info = assert_raises_exactly(exc, lambda: dp.laplace_mechanism(value, **kwargs))
+
+    assert_message(info, param, received)
+    assert accountant_record(acct) == record
+    # A bad explicit accountant must not fall back to charging the default one.
+    assert len(dp.default_accountant()) == default_len
+    if param != "rng":
+        assert rng_snapshot(rng) == rng_before
+
+
+def test_laplace_mechanism_bad_input_with_default_accountant_charges_nothing():
+    rng = dp.ChaCha20(seed=1)
+    default = dp.default_accountant()
+    n, spent = len(default), default.spent
+    rng_before = rng_snapshot(rng)
+    with pytest.raises(ValueError):
+        dp.laplace_mechanism(1.0, sensitivity=1.0, epsilon=NAN, rng=rng)
+    with pytest.raises(ValueError):
+        dp.laplace_mechanism([1.0, NAN], sensitivity=1.0, epsilon=0.5, rng=rng)
+    assert (len(default), default.spent) == (n, spent)
+    assert rng_snapshot(rng) == rng_before
+
+
+# -- raw noise functions ---------------------------------------------------------------
+SCALE_BAD = [
+    (0, VE), (-0.0, VE), (-1, VE), (NAN, VE), (INF, VE), (-INF, VE),
+    (2.0**1000, VE), (2.0**-1001, VE), (5e-324, VE),
+    ("1", TE), (None, TE), (True, TE), (complex(1, 0), TE), ([1.0], TE),
+]
+DISCRETE_SCALE_BAD = SCALE_BAD + [
+    (math.nextafter(2.0**40, INF), VE), (2.0**41, VE), (1e13, VE),
+]
+SIZE_BAD = [(-1, VE), (1.5, TE), ("3", TE), ((2, -1), VE), ((2, 1.5), TE), (True, TE)]
+
+NOISE_CASES = []
+for _func, _base, _tables in [
+    (dp.laplace, dict(scale=1.0, size=3),
+     [("scale", SCALE_BAD), ("size", SIZE_BAD), ("rng", RNG_BAD), ("threads", THREADS_BAD)]),
+    (dp.discrete_laplace, dict(scale=2.0, size=3),
+     [("scale", DISCRETE_SCALE_BAD), ("size", SIZE_BAD), ("rng", RNG_BAD),
+      ("threads", THREADS_BAD)]),
+    (dp.uniform, dict(size=3),
+     [("size", SIZE_BAD), ("rng", RNG_BAD), ("threads", THREADS_BAD)]),
+]:
+    for _param, _table in _tables:
+        for _p in _cases(_param, _table):
+            NOISE_CASES.append(pytest.param(_func, _base, *_p.values,
+                                            id=f"{_func.__name__}-{_p.id}"))
+
+
+@pytest.mark.parametrize("func, base, param, bad, exc, received", NOISE_CASES)
+def test_noise_functions_reject_bad_argument(func, base, param, bad, exc, received):
+    rng = dp.ChaCha20(seed=1)
+    kwargs = dict(base, rng=rng, threads=None)
+    kwargs[param] = bad
+    rng_before = rng_snapshot(rng)
+
+    info = assert_raises_exactly(exc, lambda: func(**kwargs))
+
+    assert_message(info, param, received)
+    if param != "rng":
+        assert rng_snapshot(rng) == rng_before
+
+
+@pytest.mark.parametrize("bad, exc, received", [p.values[1:] for p in _cases("scale", SCALE_BAD)])
+def test_laplace_granularity_rejects_bad_scale(bad, exc, received):
+    info = assert_raises_exactly(exc, lambda: dp.laplace_granularity(bad))
+    assert_message(info, "scale", received)
+
+
+PRIVACY_LOSS_CASES = (
+    [pytest.param(False, p.values[1], 1.0, *p.values[2:], "scale", id=f"grid-{p.id}")
+     for p in _cases("scale", SCALE_BAD)]
+    + [pytest.param(True, p.values[1], 1.0, *p.values[2:], "scale", id=f"discrete-{p.id}")
+       for p in _cases("scale", DISCRETE_SCALE_BAD)]
+    + [pytest.param(d, 10.0, p.values[1], *p.values[2:], "sensitivity",
+                    id=f"{'discrete' if d else 'grid'}-{p.id}")
+       for d in (False, True) for p in _cases("sensitivity", SENSITIVITY_BAD)]
+)
+
+
+@pytest.mark.parametrize("discrete, scale, sensitivity, exc, received, name",
+                         PRIVACY_LOSS_CASES)
+def test_laplace_privacy_loss_rejects_bad_argument(discrete, scale, sensitivity, exc,
+                                                   received, name):
+    info = assert_raises_exactly(
+        exc, lambda: dp.laplace_privacy_loss(scale, sensitivity, discrete=discrete))
+    assert_message(info, name, received)
+
+
+def test_discrete_scale_upper_bound_is_inclusive():
+    # discrete_laplace documents its scale range as [2^-1000, 2^40], closed at the top.
+    rng = dp.ChaCha20(seed=1)
+    assert isinstance(dp.discrete_laplace(2.0**40, rng=rng), int)
+    assert math.isfinite(dp.laplace_privacy_loss(2.0**40, 1.0, discrete=True))
+
+
+def test_scale_lower_bound_is_inclusive():
+    rng = dp.ChaCha20(seed=1)
+    assert math.isfinite(dp.laplace(2.0**-1000, rng=rng))
+    assert isinstance(dp.discrete_laplace(2.0**-1000, rng=rng), int)
+    assert dp.laplace_granularity(2.0**-1000) > 0
+
+
+def test_uniform_size_too_large_for_memory_is_rejected_cleanly():
+    # A shape numpy cannot even describe must be reported as a bad 'size' before the call
+    # takes its sub-key from the generator.
+    rng = dp.ChaCha20(seed=1)
+    before = rng_snapshot(rng)
+    with pytest.raises((ValueError, TypeError)) as info:
+        dp.uniform((2**40, 2**40), rng=rng)
+    assert "'size'" in str(info.value), str(info.value)
+    assert rng_snapshot(rng) == before
+
+
+# -- Accountant arguments --------------------------------------------------------------
+ACCT_EPSILON_BAD = [
+    (0, VE), (-0.0, VE), (-1, VE), (NAN, VE), (-INF, VE),
+    ("1", TE), (None, TE), (True, TE), (complex(1, 0), TE), ([1.0], TE),
+]
+ACCT_DELTA_BAD = [
+    (-0.1, VE), (1.5, VE), (NAN, VE), (INF, VE), (-INF, VE),
+    ("0", TE), (None, TE), (True, TE), (complex(0, 0), TE),
+]
+
+
+@pytest.mark.parametrize("param, bad, exc, received",
+                         _cases("epsilon", ACCT_EPSILON_BAD) + _cases("delta", ACCT_DELTA_BAD))
+def test_accountant_constructor_rejects_bad_budget(param, bad, exc, received):
+    kwargs = dict(epsilon=1.0, delta=1e-6)
+    kwargs[param] = bad
+    info = assert_raises_exactly(exc, lambda: dp.Accountant(**kwargs))
+    assert_message(info, param, received)
+
+
+def test_accountant_constructor_accepts_documented_extremes():
+    assert dp.Accountant(epsilon=INF).epsilon == INF
+    assert dp.Accountant(epsilon=1.0, delta=0.0).delta == 0.0
+    assert dp.Accountant(epsilon=1.0, delta=1.0).delta == 1.0  # budget interval is [0, 1]
+
+
+# spend() takes delta in [0, 1): a single release with delta = 1 offers no privacy at all.
+SPEND_DELTA_BAD = [
+    (-0.1, VE), (1.0, VE), (NAN, VE), (INF, VE), ("0", TE), (None, TE), (True, TE),
+]
+
+
+@pytest.mark.parametrize("param, bad, exc, received",
+                         _cases("epsilon", ACCT_EPSILON_BAD + [(INF, VE)])
+                         + _cases("delta", SPEND_DELTA_BAD))
+def test_accountant_spend_rejects_bad_argument(param, bad, exc, received):
+    acct = used_accountant()
+    kwargs = dict(epsilon=0.1, delta=0.0)
+    kwargs[param] = bad
+    record = accountant_record(acct)
+    info = assert_raises_exactly(exc, lambda: acct.spend(**kwargs))
+    assert_message(info, param, received)
+    assert accountant_record(acct) == record
+
+
+@pytest.mark.parametrize("bad, exc, received", [p.values[1:] for p in _cases("epsilon",
+                                                                             EPSILON_BAD)])
+def test_accountant_check_rejects_bad_epsilon(bad, exc, received):
+    acct = used_accountant()
+    record = accountant_record(acct)
+    info = assert_raises_exactly(exc, lambda: acct.check(bad))
+    assert_message(info, "epsilon", received)
+    assert accountant_record(acct) == record
+
+
+# -- arguments too large for Python floats or C ints -----------------------------------
+HUGE = 10**400  # a valid Python int that float() cannot represent
+
+
+@pytest.mark.parametrize("call, name", [
+    pytest.param(lambda rng, acct: dp.laplace_mechanism(
+        1, sensitivity=1.0, epsilon=HUGE, accountant=acct, rng=rng), "epsilon",
+        id="mechanism-epsilon"),
+    pytest.param(lambda rng, acct: dp.laplace_mechanism(
+        1, sensitivity=HUGE, epsilon=1.0, accountant=acct, rng=rng), "sensitivity",
+        id="mechanism-sensitivity"),
+    pytest.param(lambda rng, acct: dp.laplace(HUGE, rng=rng), "scale", id="laplace"),
+    pytest.param(lambda rng, acct: dp.discrete_laplace(HUGE, rng=rng), "scale",
+                 id="discrete_laplace"),
+    pytest.param(lambda rng, acct: dp.laplace_granularity(HUGE), "scale",
+                 id="laplace_granularity"),
+    pytest.param(lambda rng, acct: dp.laplace_privacy_loss(1.0, HUGE), "sensitivity",
+                 id="privacy_loss"),
+    pytest.param(lambda rng, acct: acct.spend(HUGE), "epsilon", id="spend"),
+])
+def test_huge_int_parameters_raise_value_error(call, name):
+    # 10**400 is a real number, so the honest answer is "out of range": a ValueError naming
+    # the parameter, not an OverflowError from float() deep inside the check.
+    acct = used_accountant()
+    rng = dp.ChaCha20(seed=1)
+    record, before = accountant_record(acct), rng_snapshot(rng)
+    with pytest.raises(ValueError) as info:
+        call(rng, acct)
+    assert f"'{name}'" in str(info.value), str(info.value)
+    assert accountant_record(acct) == record
+    assert rng_snapshot(rng) == before
+
+
+def test_accountant_huge_int_budget_is_accepted_or_rejected_cleanly():
+    # Either reading (unlimited, or out of range) is defensible; an OverflowError is not.
+    try:
+        acct = dp.Accountant(epsilon=HUGE)
+    except (ValueError, TypeError) as e:
+        assert "'epsilon'" in str(e)
+    else:
+        assert acct.epsilon > 1e300
+
+
+@pytest.mark.parametrize("threads", [2**31, 2**40, 2**64])
+def test_huge_thread_count_never_fails_after_charging(threads):
+    # An int thread count passes the documented rule (int >= 1); whatever the library does
+    # with a count no C int holds, it must not charge or draw and then fail.
+    acct = used_accountant()
+    rng = dp.ChaCha20(seed=1)
+    record, before = accountant_record(acct), rng_snapshot(rng)
+    try:
+        out = dp.laplace_mechanism(1, sensitivity=1.0, epsilon=0.5, accountant=acct,
+                                   rng=rng, threads=threads)
+    except (ValueError, TypeError) as e:
+        assert "'threads'" in str(e), str(e)
+        assert accountant_record(acct) == record
+        assert rng_snapshot(rng) == before
+    else:
+        assert isinstance(out, int)
+        assert acct.spent[0] == 0.75
+
+
+@pytest.mark.parametrize("threads", [2**31, 2**40])
+def test_huge_thread_count_noise_function_never_fails_after_drawing(threads):
+    rng = dp.ChaCha20(seed=1)
+    before = rng_snapshot(rng)
+    try:
+        out = dp.laplace(1.0, 4, rng=rng, threads=threads)
+    except (ValueError, TypeError) as e:
+        assert "'threads'" in str(e), str(e)
+        assert rng_snapshot(rng) == before
+    else:
+        assert out.shape == (4,)
+
+
+# -- out-of-range data -----------------------------------------------------------------
+def _mechanism_rejects_value(value, received, sensitivity=1.0, epsilon=1.0):
+    acct = used_accountant()
+    rng = dp.ChaCha20(seed=1)
+    record, before = accountant_record(acct), rng_snapshot(rng)
+    info = assert_raises_exactly(ValueError, lambda: dp.laplace_mechanism(
+        value, sensitivity=sensitivity, epsilon=epsilon, accountant=acct, rng=rng))
+    assert_message(info, "value", received)
+    assert accountant_record(acct) == record
+    assert rng_snapshot(rng) == before
+
+
+def _mechanism_accepts(value, sensitivity=1.0, epsilon=1.0):
+    acct = dp.Accountant(epsilon=10.0)
+    out = dp.laplace_mechanism(value, sensitivity=sensitivity, epsilon=epsilon,
+                               accountant=acct, rng=dp.ChaCha20(seed=1))
+    assert acct.spent == (epsilon, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("sensitivity, epsilon", [(1.0, 1.0), (3.0, 0.01), (1.0, 1e4)])
+def test_float_value_beyond_grid_range_is_rejected(sensitivity, epsilon):
+    # Grid arithmetic is exact only while |value| <= 2**52 grid steps.
+    limit = 2.0**52 * dp.laplace_granularity(sensitivity / epsilon)
+    for ok in (limit, -limit, 0.0, np.array([limit, -limit])):
+        _mechanism_accepts(ok, sensitivity, epsilon)
+    above = math.nextafter(limit, INF)
+    _mechanism_rejects_value(above, repr(above), sensitivity, epsilon)
+    _mechanism_rejects_value(-above, repr(-above), sensitivity, epsilon)
+    _mechanism_rejects_value(np.array([0.0, 1.0, 2 * limit]), repr(2 * limit),
+                             sensitivity, epsilon)
+
+
+def test_float_grid_limit_at_unit_scale():
+    assert dp.laplace_granularity(1.0) == 2.0**-24
+    _mechanism_accepts(2.0**28)
+    _mechanism_rejects_value(2.0**28 + 1.0, repr(2.0**28 + 1.0))
+
+
+@pytest.mark.parametrize("value", [2**62, -(2**62), np.int64(2**62), np.array([0, -(2**62)])])
+def test_integer_value_at_limit_is_accepted(value):
+    assert np.asarray(_mechanism_accepts(value)).dtype.kind in "iu" or \
+        isinstance(_mechanism_accepts(value), int)
+
+
+@pytest.mark.parametrize("value, entry", [
+    (2**62 + 1, 2**62 + 1),
+    (-(2**62) - 1, -(2**62) - 1),
+    (np.array([0, 2**62 + 1]), 2**62 + 1),
+    (np.iinfo(np.int64).max, np.iinfo(np.int64).max),
+    (2**63, 2**63),                          # a Python int numpy stores as uint64
+    (np.uint64(2**63), 2**63),
+    (np.array([1, 2**64 - 1], dtype=np.uint64), 2**64 - 1),
+    (np.array([2**62 + 1], dtype=np.uint64), 2**62 + 1),
+    (2**64, 2**64),                          # beyond uint64: a Python int in an object array
+])
+def test_integer_value_beyond_limit_is_rejected(value, entry):
+    _mechanism_rejects_value(value, str(entry))
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(np.iinfo(np.int64).min, id="np-int64-min"),
+    pytest.param(-(2**63), id="python-int64-min"),
+    pytest.param(np.array([0, np.iinfo(np.int64).min]), id="array-int64-min"),
+])
+def test_int64_minimum_is_rejected(value):
+    # -2**63 is far beyond the documented |value| <= 2**62, and its absolute value does not
+    # exist in int64: a magnitude check done with np.abs sees it as negative and lets it by.
+    _mechanism_rejects_value(value, str(-(2**63)))
+
+
+@pytest.mark.parametrize("value, entry", [
+    ([2**64], 2**64),
+    ([2**64, 1], 2**64),
+    ([-(2**63) - 1], -(2**63) - 1),
+    ([[1, 2], [3, 2**70]], 2**70),
+])
+def test_list_of_out_of_range_ints_is_a_value_error(value, entry):
+    # The data check documents "integers outside int64" as a ValueError naming the entry,
+    # and a bare Python int that large already gets one; a list of them is the same mistake.
+    _mechanism_rejects_value(value, str(entry))
+
+
+@pytest.mark.parametrize("sensitivity, epsilon, value", [
+    (1.0, 1e-13, 1),          # discrete scale 1e13 > 2**40
+    (1.0, 1e-305, 1.0),       # grid scale beyond 2**1000
+    (1e-300, 1e10, 0.0),      # grid scale below 2**-1000
+])
+def test_derived_scale_out_of_range_names_the_callers_parameters(sensitivity, epsilon, value):
+    # laplace_mechanism has no 'scale' argument: an out-of-range sensitivity/epsilon must be
+    # reported in terms of the arguments the caller actually passed.
+    acct = used_accountant()
+    rng = dp.ChaCha20(seed=1)
+    record, before = accountant_record(acct), rng_snapshot(rng)
+    info = assert_raises_exactly(ValueError, lambda: dp.laplace_mechanism(
+        value, sensitivity=sensitivity, epsilon=epsilon, accountant=acct, rng=rng))
+    msg = str(info.value)
+    assert "'epsilon'" in msg or "'sensitivity'" in msg, msg
+    assert repr(epsilon) in msg, msg
+    assert accountant_record(acct) == record
+    assert rng_snapshot(rng) == before
+
+
+# -- property tests --------------------------------------------------------------------
+def _scale_in_range(sensitivity, epsilon, high):
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        return False
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        return False
+    scale = sensitivity / epsilon
+    return 2.0**-1000 <= scale < high
+
+
+@settings(max_examples=200, deadline=None)
+@given(epsilon=st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True))
+def test_any_float_epsilon_succeeds_or_fails_cleanly(epsilon):
+    acct = dp.Accountant()
+    rng = dp.ChaCha20(seed=1)
+    before = rng_snapshot(rng)
+    expect_ok = _scale_in_range(1.0, epsilon, 2.0**1000)
+    try:
+        # value 0.0 is on every grid, so only epsilon decides the outcome.
+        out = dp.laplace_mechanism(0.0, sensitivity=1.0, epsilon=epsilon, accountant=acct,
+                                   rng=rng)
+    except (ValueError, TypeError) as e:
+        assert not expect_ok, f"epsilon={epsilon!r} rejected: {e}"
+        assert not isinstance(e, dp.BudgetExceededError)
+        assert (acct.spent, len(acct)) == ((0.0, 0.0), 0)
+        assert rng_snapshot(rng) == before
+    else:
+        assert expect_ok, f"epsilon={epsilon!r} accepted"
+        assert isinstance(out, float) and math.isfinite(out)
+        assert acct.spent == (epsilon, 0.0) and len(acct) == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(sensitivity=st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True),
+       epsilon=st.floats(min_value=1e-3, max_value=1e3))
+def test_any_float_sensitivity_succeeds_or_fails_cleanly(sensitivity, epsilon):
+    acct = dp.Accountant()
+    rng = dp.ChaCha20(seed=1)
+    before = rng_snapshot(rng)
+    expect_ok = _scale_in_range(sensitivity, epsilon, 2.0**1000)
+    try:
+        out = dp.laplace_mechanism(0.0, sensitivity=sensitivity, epsilon=epsilon,
+                                   accountant=acct, rng=rng)
+    except (ValueError, TypeError) as e:
+        assert not expect_ok, f"sensitivity={sensitivity!r} rejected: {e}"
+        assert (acct.spent, len(acct)) == ((0.0, 0.0), 0)
+        assert rng_snapshot(rng) == before
+    else:
+        assert expect_ok, f"sensitivity={sensitivity!r} accepted"
+        assert math.isfinite(out)
+        assert len(acct) == 1
+
+
+@st.composite
+def data_with_one_bad_entry(draw):
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4))
+    arr = draw(hnp.arrays(dtype, shape, elements=st.floats(-1e6, 1e6, width=32)))
+    bad = draw(st.sampled_from([NAN, INF, -INF]))
+    arr.flat[draw(st.integers(0, arr.size - 1))] = bad
+    as_list = draw(st.booleans())
+    return (arr.tolist() if as_list else arr), bad
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=data_with_one_bad_entry())
+def test_nan_or_inf_anywhere_in_data_is_a_value_error(case):
+    data, bad = case
+    acct = used_accountant()
+    rng = dp.ChaCha20(seed=1)
+    record, before = accountant_record(acct), rng_snapshot(rng)
+    info = assert_raises_exactly(ValueError, lambda: dp.laplace_mechanism(
+        data, sensitivity=1.0, epsilon=1.0, accountant=acct, rng=rng))
+    assert_message(info, "value", repr(bad))
+    assert accountant_record(acct) == record
+    assert rng_snapshot(rng) == before
+
+
+# -- good inputs -----------------------------------------------------------------------
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64]
+
+
+@pytest.mark.parametrize("value", [7, -7, 0] + [d(7) for d in INT_DTYPES]
+                         + [np.array(7, dtype=d) for d in INT_DTYPES],
+                         ids=lambda v: f"{type(v).__name__}-{getattr(v, 'dtype', '')}")
+def test_integer_scalar_gives_python_int(value):
+    out = _mechanism_accepts(value)
+    assert type(out) is int
+
+
+@pytest.mark.parametrize("value", [7.5, -0.0, np.float64(7.5), np.float32(7.5),
+                                   np.float16(7.5), np.array(7.5), np.array(7.5, np.float32)],
+                         ids=lambda v: f"{type(v).__name__}-{getattr(v, 'dtype', '')}")
+def test_float_scalar_gives_python_float(value):
+    out = _mechanism_accepts(value)
+    assert type(out) is float and math.isfinite(out)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_integer_array_keeps_shape_and_becomes_int64(dtype):
+    value = np.arange(6, dtype=dtype).reshape(2, 3)
+    out = _mechanism_accepts(value)
+    assert isinstance(out, np.ndarray)
+    assert out.shape == (2, 3) and out.dtype == np.int64
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_array_keeps_shape_and_becomes_float64(dtype):
+    value = np.linspace(-3, 3, 12, dtype=dtype).reshape(3, 4)
+    out = _mechanism_accepts(value)
+    assert out.shape == (3, 4) and out.dtype == np.float64
+    assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("value, dtype, shape", [
+    ([[1, 2], [3, 4]], np.int64, (2, 2)),
+    ([1.5, 2.5, 3.5], np.float64, (3,)),
+    (np.zeros((0,), dtype=np.int32), np.int64, (0,)),
+    (np.zeros((2, 0), dtype=np.float32), np.float64, (2, 0)),
+    (np.asfortranarray(np.arange(6.0).reshape(2, 3)), np.float64, (2, 3)),
+    (np.arange(12)[::2], np.int64, (6,)),
+])
+def test_lists_empty_and_non_contiguous_arrays(value, dtype, shape):
+    out = _mechanism_accepts(value)
+    assert out.dtype == dtype and out.shape == shape
