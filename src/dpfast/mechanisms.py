@@ -72,25 +72,30 @@ def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
     data, is_int = _v.check_data(value, "value", func)
     acct = resolve_accountant(accountant, func)
     bitgen = _random.resolve_rng(rng, func)
-    _v.check_threads(threads, func)
-    scale = d / eps
+    nthreads = _random.resolve_threads(threads, func)
     if is_int:
-        _v.check_scale(scale, func, high=_noise.MAX_DISCRETE_SCALE)
-        if data.size and np.abs(data).max() > _MAX_INT_VALUE:
-            raise ValueError(f"The 'value' parameter of {func} must have |value| <= 2**62. "
-                             f"Got {data.flat[int(np.argmax(np.abs(data)))]!r} instead.")
+        scale = _v.check_mechanism_scale(d, eps, func, high=_noise.MAX_DISCRETE_SCALE)
+        _check_magnitude(data, _MAX_INT_VALUE, "2**62", func)
         kind = "discrete"
     else:
-        _v.check_scale(scale, func)
+        scale = _v.check_mechanism_scale(d, eps, func)
         limit = 2.0**52 * _noise.laplace_granularity(scale)
-        if data.size and np.abs(data).max() > limit:
-            raise ValueError(
-                f"The 'value' parameter of {func} must have |value| <= {limit:g} (2**52 grid "
-                f"steps at scale {scale:g}) for exact grid arithmetic. "
-                f"Got {data.flat[int(np.argmax(np.abs(data)))]!r} instead.")
+        _check_magnitude(data, limit, f"{limit:g} (2**52 grid steps at scale {scale:g}, for "
+                         "exact grid arithmetic)", func)
         kind = "grid"
 
     acct.spend(eps, 0.0, label=func)
-    out = _noise._draw(kind, scale, data.shape, bitgen, threads, func,
-                       base=data.reshape(-1))
+    out = _noise._draw(kind, scale, data.shape, bitgen, nthreads, base=data.reshape(-1))
     return out[()].item() if data.ndim == 0 else out
+
+
+def _check_magnitude(data, limit, limit_text, func):
+    """ValueError naming the first entry with |entry| > limit (min/max, so that int64's
+    most negative value, whose abs overflows, is caught too)."""
+    if not data.size:
+        return
+    lo, hi = data.min(), data.max()
+    if lo < -limit or hi > limit:
+        bad = lo if lo < -limit else hi
+        raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit_text}. "
+                         f"Got {bad.item()!r} instead.")

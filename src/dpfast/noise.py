@@ -84,27 +84,31 @@ def _eta(t):
     return 2 * err / t + math.log1p(2 * err) - math.log1p(-2 * err)
 
 
-def _draw(kind, scale, shape, rng, threads, func, base=None):
-    """Validated inputs in, one kernel call, array of `shape` out."""
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
+def _draw(kind, scale, shape, bitgen, nthreads, base=None):
+    """One kernel call into a new array of `shape`; the caller has validated everything.
+
+    The output is allocated before the sub-key is drawn, so a failed allocation consumes
+    no randomness."""
     n = math.prod(shape)
+    out = np.empty(n, dtype=np.int64 if kind == "discrete" else np.float64)
     key = _random.draw_key(bitgen)
     if kind == "uniform":
-        out = np.empty(n, dtype=np.float64)
         _sampling.fill_uniform(key, out, nthreads)
     elif kind == "discrete":
-        out = np.empty(n, dtype=np.int64)
         _sampling.fill_discrete_laplace(key, out, scale, base, nthreads)
     else:
         g, t = _grid(scale)
-        out = np.empty(n, dtype=np.float64)
         _sampling.fill_grid_laplace(key, out, t, g, base, nthreads)
     return out.reshape(shape)
 
 
-def _finish(out, size):
-    return out[()].item() if size is None else out
+def _sample(kind, scale, size, rng, threads, func):
+    """Validate the shared arguments of the raw samplers, then draw."""
+    shape = _v.check_size(size, func)
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+    out = _draw(kind, scale, shape or (), bitgen, nthreads)
+    return out[()].item() if shape is None else out
 
 
 def uniform(size=None, *, rng=None, threads=None):
@@ -136,8 +140,7 @@ def uniform(size=None, *, rng=None, threads=None):
     >>> bool(((u > 0) & (u < 1)).all())
     True
     """
-    shape = _v.check_size(size, "uniform")
-    return _finish(_draw("uniform", 1.0, shape or (), rng, threads, "uniform"), shape)
+    return _sample("uniform", 1.0, size, rng, threads, "uniform")
 
 
 def laplace_granularity(scale):
@@ -206,8 +209,7 @@ def laplace(scale, size=None, *, rng=None, threads=None):
     True
     """
     b = _v.check_scale(scale, "laplace")
-    shape = _v.check_size(size, "laplace")
-    return _finish(_draw("grid", b, shape or (), rng, threads, "laplace"), shape)
+    return _sample("grid", b, size, rng, threads, "laplace")
 
 
 def discrete_laplace(scale, size=None, *, rng=None, threads=None):
@@ -242,8 +244,7 @@ def discrete_laplace(scale, size=None, *, rng=None, threads=None):
     dtype('int64')
     """
     t = _v.check_scale(scale, "discrete_laplace", high=MAX_DISCRETE_SCALE)
-    shape = _v.check_size(size, "discrete_laplace")
-    return _finish(_draw("discrete", t, shape or (), rng, threads, "discrete_laplace"), shape)
+    return _sample("discrete", t, size, rng, threads, "discrete_laplace")
 
 
 def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
@@ -265,7 +266,7 @@ def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
     """
     func = "laplace_privacy_loss"
     d = _v.check_sensitivity(sensitivity, func)
-    if discrete:
+    if _v.check_bool(discrete, "discrete", func):
         t = _v.check_scale(scale, func, high=MAX_DISCRETE_SCALE)
         return math.floor(d) / t + _eta(t)
     b = _v.check_scale(scale, func)

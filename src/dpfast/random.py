@@ -91,11 +91,12 @@ def default_threads():
     """Threads to use when ``threads=None``: ``OMP_NUM_THREADS`` if set, else usable CPUs."""
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if env.isdigit() and int(env) >= 1:
-        return int(env)
+        return min(int(env), _v.MAX_THREADS)
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = len(os.sched_getaffinity(0))
     except AttributeError:
-        return max(1, os.cpu_count() or 1)
+        n = os.cpu_count() or 1
+    return max(1, min(n, _v.MAX_THREADS))
 
 
 def resolve_threads(threads, func):

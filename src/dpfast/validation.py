@@ -19,6 +19,8 @@ __all__ = [
     "check_scale",
     "check_size",
     "check_threads",
+    "check_bool",
+    "check_mechanism_scale",
     "check_data",
 ]
 
@@ -38,16 +40,19 @@ def check_real(value, name, func, *, low=0.0, high=math.inf, low_open=True, high
     rule = f"a float in {lo}{low:g}, {high:g}{hi}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise _fail(TypeError, name, func, rule, value)
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:           # an int beyond the float range
+        raise _fail(ValueError, name, func, rule, value) from None
     if not math.isfinite(x):
         raise _fail(ValueError, name, func, rule, value)
-    if low_open and (x <= low or (x == 0.0 and low == 0.0 and math.copysign(1.0, x) < 0)):
+    if low_open and x <= low:       # -0.0 <= 0.0 too: no negative zero epsilon
         raise _fail(ValueError, name, func, rule, value)
-    if not low_open and (x < low or (x == 0.0 and low == 0.0 and math.copysign(1.0, x) < 0)):
+    if not low_open and x < low:
         raise _fail(ValueError, name, func, rule, value)
     if (high_open and x >= high) or (not high_open and x > high):
         raise _fail(ValueError, name, func, rule, value)
-    return x
+    return x + 0.0                  # -0.0 (allowed only in a closed interval at 0) -> 0.0
 
 
 def check_epsilon(epsilon, func):
@@ -65,16 +70,39 @@ def check_sensitivity(sensitivity, func):
     return check_real(sensitivity, "sensitivity", func)
 
 
-def check_scale(scale, func, *, high=2.0**1000):
-    """Noise scale: a finite float in (2^-1000, high)."""
-    x = check_real(scale, "scale", func, high=high)
-    if x < 2.0**-1000:
-        raise _fail(ValueError, "scale", func, f"a float in [2^-1000, {high:g})", scale)
+MIN_SCALE = 2.0**-1000
+MAX_SCALE = 2.0**1000
+
+
+def check_scale(scale, func, *, high=MAX_SCALE):
+    """Noise scale: a finite float in [2^-1000, high]."""
+    rule = f"a float in [2^-1000, {high:g}]"
+    x = check_real(scale, "scale", func, high=math.inf)
+    if not MIN_SCALE <= x <= high:
+        raise _fail(ValueError, "scale", func, rule, scale)
     return x
 
 
+def check_mechanism_scale(sensitivity, epsilon, func, *, high=MAX_SCALE):
+    """The Laplace scale sensitivity/epsilon of a mechanism, checked to be in
+    [2^-1000, high]; the error names the parameters the caller actually passed."""
+    scale = sensitivity / epsilon
+    if not MIN_SCALE <= scale <= high:
+        raise ValueError(
+            f"The 'epsilon' and 'sensitivity' parameters of {func} must give a noise scale "
+            f"sensitivity/epsilon in [2^-1000, {high:g}]. Got sensitivity={sensitivity!r}, "
+            f"epsilon={epsilon!r} (scale {scale:g}) instead.")
+    return scale
+
+
+#: Largest number of elements an output may have (an int64/float64 array of 2^56 elements
+#: would already be 512 PiB).
+MAX_SIZE = 2**56
+
+
 def check_size(size, func):
-    """``None`` or a non-negative int or tuple of ints; returns ``None`` or a shape tuple."""
+    """``None`` or a non-negative int or tuple of ints with at most MAX_SIZE elements in all;
+    returns ``None`` or a shape tuple."""
     if size is None:
         return None
     rule = "None, a non-negative int or a tuple of non-negative ints"
@@ -86,19 +114,32 @@ def check_size(size, func):
         if d < 0:
             raise _fail(ValueError, "size", func, rule, size)
         shape.append(int(d))
+    if len(shape) > 32 or math.prod(shape) > MAX_SIZE:
+        raise _fail(ValueError, "size", func, f"a shape of at most 32 dimensions and 2^56 "
+                    "elements", size)
     return tuple(shape)
 
 
+MAX_THREADS = 1024
+
+
 def check_threads(threads, func):
-    """``None`` or an int >= 1."""
+    """``None`` or an int in [1, MAX_THREADS]."""
     if threads is None:
         return None
-    rule = "None or an int >= 1"
+    rule = f"None or an int in [1, {MAX_THREADS}]"
     if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral):
         raise _fail(TypeError, "threads", func, rule, threads)
-    if threads < 1:
+    if not 1 <= threads <= MAX_THREADS:
         raise _fail(ValueError, "threads", func, rule, threads)
     return int(threads)
+
+
+def check_bool(value, name, func):
+    """A bool (numpy bools included)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise _fail(TypeError, name, func, "a bool", value)
+    return bool(value)
 
 
 def check_data(value, name, func):
@@ -114,6 +155,13 @@ def check_data(value, name, func):
     except (TypeError, ValueError, OverflowError):
         raise _fail(TypeError, name, func, rule, value) from None
     kind = arr.dtype.kind
+    if kind == "O" and arr.size and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+            for v in arr.flat):
+        # Python ints that numpy could not fit in int64 (error path only).
+        bad = next(v for v in arr.flat if not -2**63 <= v < 2**63)
+        raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
+                         f"Got an entry {bad!r} instead.")
     if kind in "iu":
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
             bad = arr.flat[int(np.argmax(arr))]
@@ -124,12 +172,8 @@ def check_data(value, name, func):
         arr = np.asarray(arr, dtype=np.float64, order="C")
         finite = np.isfinite(arr)
         if not finite.all():
-            idx = np.unravel_index(int(np.argmin(finite)), arr.shape) if arr.ndim else ()
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmin(finite)), arr.shape))
             raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
                              f"infinity. Got {arr[idx]!r} at index {idx} instead.")
         return arr, False
-    if kind == "O" and arr.ndim == 0 and isinstance(value, numbers.Integral) \
-            and not isinstance(value, bool):
-        raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
-                         f"Got {value!r} instead.")
     raise _fail(TypeError, name, func, f"{rule}, not dtype {arr.dtype}", value)
