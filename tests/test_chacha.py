@@ -1,4 +1,5 @@
 """ChaCha20: RFC 8439 known answers, an independent reference, numpy integration."""
+import os
 import pickle
 import struct
 
@@ -187,21 +188,69 @@ def test_default_rng_is_a_chacha_generator():
 def test_spawn_gives_distinct_nonce_streams_under_one_key():
     parent = dp.ChaCha20(seed=21)
     kids = parent.spawn(3)
+    assert all(k.state["state"]["counter"] == 0 for k in kids)
     grandkids = kids[0].spawn(2)
     nonces = [k.state["state"]["nonce"] for k in kids + grandkids]
     assert len(set(nonces)) == 5
     assert all(k.key == parent.key for k in kids + grandkids)
-    assert all(k.state["state"]["counter"] == 0 for k in kids)
     firsts = {bytes(k.random_raw(4)) for k in [parent] + kids + grandkids}
     assert len(firsts) == 6
     # The same sequence of spawn calls gives the same streams.
-    again = dp.ChaCha20(seed=21).spawn(3)
-    np.testing.assert_array_equal(again[1].random_raw(16), dp.ChaCha20(seed=21).spawn(3)[1]
-                                  .random_raw(16))
+    np.testing.assert_array_equal(dp.ChaCha20(seed=21).spawn(3)[1].random_raw(16),
+                                  dp.ChaCha20(seed=21).spawn(3)[1].random_raw(16))
     # And a child stream is exactly ChaCha20 with that nonce.
     child = dp.ChaCha20(seed=21).spawn(1)[0]
     nonce = child.state["state"]["nonce"]
     assert child.random_raw(8).astype("<u8").tobytes() == reference_block(parent.key, 0, nonce)
+
+
+def test_spawn_from_copies_of_distinct_generators_never_collides():
+    # Children pickled separately (as for distributed workers) and parents that differ only
+    # in their RFC nonce must still spawn distinct streams.
+    kids = dp.ChaCha20(123).spawn(2)
+    shipped = [pickle.loads(pickle.dumps(k)) for k in kids]
+    grand = [s.spawn(1)[0] for s in shipped]
+    assert grand[0].state["state"]["nonce"] != grand[1].state["state"]["nonce"]
+    parents = [dp.ChaCha20(key=KEY, nonce=i.to_bytes(12, "little")) for i in range(3)]
+    child_nonces = {p.spawn(1)[0].state["state"]["nonce"] for p in parents}
+    assert len(child_nonces) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_os_keyed_generators_are_rekeyed_in_a_forked_child():
+    os_keyed = dp.ChaCha20()
+    seeded = dp.ChaCha20(seed=8)
+    os_keyed.random_raw(3)       # leave keystream in the buffer: the child must not reuse it
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:                 # child: report what it would draw, then leave at once
+        os.close(read_fd)
+        os.write(write_fd, os_keyed.random_raw(4).tobytes() + seeded.random_raw(4).tobytes())
+        os._exit(0)
+    os.close(write_fd)
+    data = b""
+    while len(data) < 64:
+        chunk = os.read(read_fd, 64)
+        if not chunk:
+            break
+        data += chunk
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    child = np.frombuffer(data, dtype=np.uint64)
+    assert not np.array_equal(child[:4], os_keyed.random_raw(4))
+    np.testing.assert_array_equal(child[4:], seeded.random_raw(4))
+
+
+def test_bad_state_is_rejected():
+    g = dp.ChaCha20(seed=1)
+    st = g.state
+    bad_key = dict(st, state=dict(st["state"], key=np.zeros(4, dtype=np.uint32)))
+    with pytest.raises(ValueError):
+        g.state = bad_key
+    with pytest.raises(ValueError):
+        g.state = dict(st, buffer_pos=999)
+    with pytest.raises(ValueError):
+        g.state = {"bit_generator": "PCG64"}
 
 
 def test_generator_spawn_uses_chacha_spawn():

@@ -96,3 +96,35 @@ def test_interval_matches_the_pmf():
         a = np.exp(-1 / scale)
         tail = lambda k: 2 * a**k / (1 + a)       # P[|K| >= k]
         assert tail(j + 1) <= 0.05 < tail(j)
+
+
+def test_readme_example_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README has no python example"
+    namespace = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
+    noisy, mean_income, remaining = capsys.readouterr().out.split(" ", 2)
+    int(noisy)                                   # integer data -> integer release
+    g = dp.laplace_granularity(100.0 / 0.5)
+    assert float(mean_income) / g == round(float(mean_income) / g)
+    assert remaining.strip() == "(0.0, 0.0)"
+    assert namespace["noise"].shape == (10**7,)
+
+
+def test_readme_opens_with_the_two_ci_commands():
+    text = (ROOT / "README.md").read_text()
+    first = re.search(r"```sh\n(.*?)```", text, flags=re.S).group(1).strip().splitlines()
+    assert len(first) == 2
+    assert first[0].endswith("dpfast demo") and "pytest tests" in first[1]
+    assert text.index("```sh") < text.index("## ")
+
+
+@pytest.mark.parametrize("argv", [["demo", "--epsilon", "1e-13"], ["demo", "--seed", "-1"],
+                                  ["demo", "--epsilon", "1e308"]])
+def test_demo_bad_arguments_give_a_message_not_a_traceback(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error" in err and "Traceback" not in err

@@ -1,4 +1,8 @@
 """The chunked kernels: rebuilt from raw ChaCha20 streams, pinned, thread- and ISA-independent."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -112,7 +116,9 @@ def test_output_does_not_depend_on_instruction_set():
     results = []
     try:
         for name in impls:
+            # Both the sampling loops and the keystream they read (and the sub-key's).
             assert _sampling.set_simd_impl(name) and _chacha.set_simd_impl(name)
+            assert _sampling.keystream_impl() == name
             results.append((dp.laplace(3.0, CHUNK + 500, rng=9),
                             dp.discrete_laplace(0.7, CHUNK + 500, rng=9),
                             dp.uniform(CHUNK + 500, rng=9)))
@@ -122,6 +128,25 @@ def test_output_does_not_depend_on_instruction_set():
     for other in results[1:]:
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
+
+
+def test_simd_environment_variable_selects_the_implementation():
+    # DPFAST_SIMD is read at first use in a fresh process; outputs must not change.
+    code = ("import dpfast as dp, dpfast._sampling as s, dpfast._chacha as c;"
+            "x = dp.laplace(1.0, 70000, rng=3);"
+            "print(s.simd_impl(), s.keystream_impl(), c.simd_impl(), x.sum().hex())")
+    seen = {}
+    for name in ("avx512", "avx2", "scalar"):
+        if not _sampling.set_simd_impl(name):
+            continue
+        env = dict(os.environ, DPFAST_SIMD=name)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.split()
+        assert out[:3] == [name] * 3
+        seen[name] = out[3]
+    _sampling.set_simd_impl("auto")
+    _chacha.set_simd_impl("auto")
+    assert len(set(seen.values())) == 1
 
 
 def test_rng_forms_agree_and_advance():

@@ -142,3 +142,16 @@ def test_privacy_loss_bound_values():
             assert noise.laplace_privacy_loss(b, d) <= eps + 2.4e-7
     # Integer mechanism at t = 1000: eta ~ 7e-12.
     assert 1e-3 < noise.laplace_privacy_loss(1000.0, 1.0, discrete=True) < 1e-3 + 1e-11
+
+
+def test_privacy_loss_covers_round_half_to_even():
+    # D/g odd: x = g/2 rounds down to 0 while x + D (a tie too) rounds up, so neighbours end
+    # floor(D/g) + 1 cells apart. The certified loss must cover that pair.
+    d, eps = 1000001.0, 0.1
+    b = d / eps
+    g = noise.laplace_granularity(b)
+    x = 0.5 * g
+    cells = abs(np.rint((x + d) / g) - np.rint(x / g))
+    exact_loss = cells * g / b
+    assert exact_loss > eps
+    assert noise.laplace_privacy_loss(b, d) >= exact_loss

@@ -1,5 +1,6 @@
 """ChaCha20 (RFC 8439) as a numpy BitGenerator."""
 import os
+import weakref
 
 import numpy as np
 
@@ -65,6 +66,21 @@ def _as_bytes(value, name, size):
     return b
 
 
+# Generators keyed from os.urandom; a forked child re-keys them, so that parent and child
+# never emit the same keystream (seeded generators are reproducible on purpose and are left
+# alone).
+_os_keyed = weakref.WeakSet()
+
+
+def _rekey_after_fork():
+    for g in list(_os_keyed):
+        (<ChaCha20>g)._rekey_from_os()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rekey_after_fork)
+
+
 def simd_impl():
     """Name of the keystream implementation in use: 'avx512', 'avx2' or 'scalar'."""
     return dpf_chacha_impl().decode()
@@ -104,10 +120,19 @@ cdef class ChaCha20(BitGenerator):
     2^32 blocks and then carries into the first nonce word instead of wrapping, so a stream
     never repeats (2^64 blocks of 64 bytes).
 
-    ``spawn(n)`` returns generators under the same key with distinct 64-bit nonces (state
-    words 14 and 15) and counter 0. Nonces come from a counter shared by a generator and all
-    generators spawned from it, so no two streams of one family coincide, and the same
-    sequence of spawn calls reproduces the same streams.
+    The first 4 bytes of an RFC ``nonce`` are the high half of that 64-bit counter, so two
+    generators whose nonces differ only there overlap after 2^32 blocks (256 GiB); separate
+    streams by the last 8 bytes, as ``spawn`` does.
+
+    ``spawn(n)`` returns generators under the same key, each with a 64-bit nonce (state words
+    14 and 15) drawn from this generator's keystream, and counter 0. A stream's nonce thus
+    depends on its whole spawn history and on nothing that copies of the parent (pickles,
+    forked processes) share with other streams; two of N spawned streams share a nonce with
+    probability below N^2 / 2^65 (3e-8 for a million streams).
+
+    An OS-keyed generator (``seed=None``, no ``key``) is re-keyed from ``os.urandom`` in a
+    child process after ``fork()``, discarding buffered keystream. A seeded one is not: its
+    point is to repeat.
 
     Examples
     --------
@@ -121,7 +146,7 @@ cdef class ChaCha20(BitGenerator):
     """
     cdef dpf_chacha_t *rng_state
     cdef void *_raw
-    cdef object _family
+    cdef object __weakref__
 
     def __cinit__(self, *args, **kwargs):
         # The state type is declared 64-byte aligned, so the compiler may use aligned
@@ -145,6 +170,7 @@ cdef class ChaCha20(BitGenerator):
             words = np.frombuffer(_as_bytes(key, "key", 32), dtype="<u4").astype(np.uint32)
         elif seed is None:
             words = np.frombuffer(os.urandom(32), dtype="<u4").astype(np.uint32)
+            _os_keyed.add(self)
         else:
             words = self._seed_seq.generate_state(8, np.uint32)
         n = _as_bytes(nonce, "nonce", 12) if nonce is not None else bytes(12)
@@ -156,7 +182,10 @@ cdef class ChaCha20(BitGenerator):
                              f"[0, 2**32). Got {counter!r} instead.")
         n0, n1, n2 = (int.from_bytes(n[i:i + 4], "little") for i in (0, 4, 8))
         self._setup(words, int(counter) | (n0 << 32), n1 | (n2 << 32))
-        self._family = [(n1 | (n2 << 32)) + 1]
+
+    def _rekey_from_os(self):
+        words = np.frombuffer(os.urandom(32), dtype="<u4").astype(np.uint32)
+        self._setup(words, self.rng_state.counter, self.rng_state.nonce)
 
     cdef _setup(self, key_words, uint64_t counter, uint64_t nonce):
         cdef uint32_t k[8]
@@ -177,21 +206,18 @@ cdef class ChaCha20(BitGenerator):
     def spawn(self, int n_children):
         """spawn(n_children)
 
-        Independent child generators: same key, fresh distinct nonces, counter 0.
+        Independent child generators: same key, nonces drawn from this stream, counter 0.
         """
         if n_children < 0:
             raise ValueError(f"n_children must be >= 0. Got {n_children} instead.")
         key_words = [self.rng_state.key[i] for i in range(8)]
+        nonces = self.random_raw(n_children)
         children = []
-        with self.lock:
-            for _ in range(n_children):
-                nonce = self._family[0] & MASK64
-                self._family[0] = nonce + 1
-                child = ChaCha20.__new__(ChaCha20)
-                BitGenerator.__init__(child, 0)
-                (<ChaCha20>child)._setup(key_words, 0, nonce)
-                (<ChaCha20>child)._family = self._family
-                children.append(child)
+        for nonce in nonces:
+            child = ChaCha20.__new__(ChaCha20)
+            BitGenerator.__init__(child, 0)
+            (<ChaCha20>child)._setup(key_words, 0, int(nonce))
+            children.append(child)
         return children
 
     def random_raw(self, size=None, output=True):
@@ -229,24 +255,34 @@ cdef class ChaCha20(BitGenerator):
             "buffer_pos": int(s.pos),
             "has_uint32": int(s.has_uint32),
             "uinteger": int(s.uinteger),
-            "family_next": int(self._family[0]),
         }
 
     @state.setter
     def state(self, value):
         if not isinstance(value, dict) or value.get("bit_generator") != type(self).__name__:
             raise ValueError(f"state must be a dict for {type(self).__name__}.")
-        st = value["state"]
-        cdef uint64_t counter = int(st["counter"])
-        cdef int pos = int(value["buffer_pos"])
-        if not 0 <= pos <= DPF_CHACHA_BUF_WORDS:
-            raise ValueError(f"buffer_pos must be in [0, {DPF_CHACHA_BUF_WORDS}]. Got {pos}.")
+        try:
+            st = value["state"]
+            key = np.asarray(st["key"])
+            counter, nonce = int(st["counter"]), int(st["nonce"])
+            pos, has32 = int(value["buffer_pos"]), int(value["has_uint32"])
+            uinteger = int(value["uinteger"])
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"incomplete or malformed ChaCha20 state: {err!r}") from None
+        if key.shape != (8,) or key.dtype.kind not in "iu" or (key < 0).any() \
+                or (key > 0xFFFFFFFF).any():
+            raise ValueError("state['state']['key'] must be 8 uint32 words.")
+        if not (0 <= counter <= MASK64 and 0 <= nonce <= MASK64 and
+                0 <= pos <= DPF_CHACHA_BUF_WORDS and has32 in (0, 1) and
+                0 <= uinteger <= 0xFFFFFFFF):
+            raise ValueError("ChaCha20 state values out of range.")
         # The buffer holds blocks [counter - 16, counter): regenerate it from there.
         start = counter if pos == DPF_CHACHA_BUF_WORDS else (counter - 16) & MASK64
-        self._setup(st["key"], start, int(st["nonce"]))
-        if pos < DPF_CHACHA_BUF_WORDS:
-            dpf_chacha_refill(self.rng_state)
-        self.rng_state.pos = pos
-        self.rng_state.has_uint32 = int(value["has_uint32"])
-        self.rng_state.uinteger = int(value["uinteger"])
-        self._family = [int(value.get("family_next", int(st["nonce"]) + 1))]
+        with self.lock:
+            self._setup(key, start, nonce)
+            if pos < DPF_CHACHA_BUF_WORDS:
+                dpf_chacha_refill(self.rng_state)
+            self.rng_state.pos = pos
+            self.rng_state.has_uint32 = has32
+            self.rng_state.uinteger = uinteger
+        _os_keyed.discard(self)

@@ -38,6 +38,9 @@ cdef extern from "sampling.h":
     void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
                               double *rest) nogil
     const char *dpf_sampling_impl()
+    const char *dpf_chacha_impl()
+    int dpf_chacha_set_impl(const char *name)
+    int dpf_have_openmp()
     int dpf_sampling_set_impl(const char *name)
 
 CHUNK = DPF_CHUNK
@@ -155,11 +158,25 @@ def uniform_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0):
     return out
 
 
+def have_openmp():
+    """True if the kernels were built with OpenMP (else threads= has no effect)."""
+    return bool(dpf_have_openmp())
+
+
 def simd_impl():
     """Name of the sampling-kernel implementation in use: 'avx512', 'avx2' or 'scalar'."""
     return dpf_sampling_impl().decode()
 
 
+def keystream_impl():
+    """Name of the keystream implementation the sampling kernels use."""
+    return dpf_chacha_impl().decode()
+
+
 def set_simd_impl(name):
-    """Force a sampling-kernel implementation; True if the CPU can run it (for tests)."""
-    return bool(dpf_sampling_set_impl(name.encode()))
+    """Force an implementation of the sampling loops and of the keystream they read; True if
+    the CPU can run it (for tests)."""
+    b = name.encode()
+    if not dpf_sampling_set_impl(b):
+        return False
+    return bool(dpf_chacha_set_impl(b))

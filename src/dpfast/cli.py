@@ -71,6 +71,8 @@ def _info(args, out):
     print(f"dpfast {__version__}", file=out)
     print(f"keystream implementation: {_chacha.simd_impl()}", file=out)
     print(f"sampling implementation:  {_sampling.simd_impl()}", file=out)
+    print(f"OpenMP: {'yes' if _sampling.have_openmp() else 'no (kernels run on one thread)'}",
+          file=out)
     print(f"default threads: {default_threads()} (OMP_NUM_THREADS or usable CPUs)", file=out)
     return 0
 
@@ -85,6 +87,16 @@ def _positive_float(text):
     return x
 
 
+def _seed(text):
+    try:
+        x = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"seed must be >= 0, got {text!r}")
+    return x
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="dpfast", description=__doc__)
     parser.add_argument("--version", action="version", version=f"dpfast {__version__}")
@@ -92,7 +104,7 @@ def build_parser():
     demo = sub.add_parser("demo", help="DP count of people over 50 in the bundled Adult data")
     demo.add_argument("--epsilon", type=_positive_float, nargs="+", default=[0.1, 0.001],
                       help="one release per epsilon (default: 0.1 0.001)")
-    demo.add_argument("--seed", type=int, default=None,
+    demo.add_argument("--seed", type=_seed, default=None,
                       help="seed the generator (reproducible demo output; not for releases)")
     demo.set_defaults(func=_demo)
     info = sub.add_parser("info", help="show the compiled kernels in use and thread count")
@@ -101,8 +113,12 @@ def build_parser():
 
 
 def main(argv=None, out=None):
-    args = build_parser().parse_args(argv)
-    return args.func(args, out or sys.stdout)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args, out or sys.stdout)
+    except (TypeError, ValueError) as err:      # bad parameters: a message, not a traceback
+        parser.exit(2, f"dpfast: error: {err}\n")
 
 
 if __name__ == "__main__":

@@ -35,8 +35,13 @@ def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
         Privacy parameter, > 0; charged to the accountant before any noise is drawn.
     accountant : Accountant, optional
         Charged ``epsilon``; default :func:`dpfast.default_accountant`.
-    rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
+    rng : None, ChaCha20 or numpy.random.Generator over ChaCha20, or an int seed, optional
+        ``None`` (the default, for real releases) draws from an OS-keyed generator. A seed
+        makes the noise reproducible: two releases with the same seed carry the *same* noise,
+        and their difference reveals the change in the data. Seeds are for tests only.
     threads : int, optional
+        Threads for large inputs (default ``OMP_NUM_THREADS``); the output for a given
+        generator state does not depend on it.
 
     Returns
     -------
@@ -84,8 +89,10 @@ def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
                          "exact grid arithmetic)", func)
         kind = "grid"
 
+    out = _noise._empty(kind, data.shape)      # a MemoryError here costs no budget
     acct.spend(eps, 0.0, label=func)
-    out = _noise._draw(kind, scale, data.shape, bitgen, nthreads, base=data.reshape(-1))
+    out = _noise._draw(kind, scale, data.shape, bitgen, nthreads, base=data.reshape(-1),
+                       out=out)
     return out[()].item() if data.ndim == 0 else out
 
 

@@ -32,9 +32,11 @@ _global_lock = threading.Lock()
 
 
 def _reset_global_after_fork():
-    # A forked child must not replay its parent's keystream.
-    global _global
+    # A forked child must not replay its parent's keystream, nor inherit a lock that a
+    # thread of the parent held at the fork.
+    global _global, _global_lock
     _global = None
+    _global_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

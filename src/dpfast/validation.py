@@ -70,13 +70,14 @@ def check_sensitivity(sensitivity, func):
     return check_real(sensitivity, "sensitivity", func)
 
 
-MIN_SCALE = 2.0**-1000
+# Scales keep the grid step g ~ scale * 2^-24 and 1/g normal doubles.
+MIN_SCALE = 2.0**-900
 MAX_SCALE = 2.0**1000
 
 
 def check_scale(scale, func, *, high=MAX_SCALE):
-    """Noise scale: a finite float in [2^-1000, high]."""
-    rule = f"a float in [2^-1000, {high:g}]"
+    """Noise scale: a finite float in [2^-900, high]."""
+    rule = f"a float in [2^-900, {high:g}]"
     x = check_real(scale, "scale", func, high=math.inf)
     if not MIN_SCALE <= x <= high:
         raise _fail(ValueError, "scale", func, rule, scale)
@@ -85,12 +86,12 @@ def check_scale(scale, func, *, high=MAX_SCALE):
 
 def check_mechanism_scale(sensitivity, epsilon, func, *, high=MAX_SCALE):
     """The Laplace scale sensitivity/epsilon of a mechanism, checked to be in
-    [2^-1000, high]; the error names the parameters the caller actually passed."""
+    [2^-900, high]; the error names the parameters the caller actually passed."""
     scale = sensitivity / epsilon
     if not MIN_SCALE <= scale <= high:
         raise ValueError(
             f"The 'epsilon' and 'sensitivity' parameters of {func} must give a noise scale "
-            f"sensitivity/epsilon in [2^-1000, {high:g}]. Got sensitivity={sensitivity!r}, "
+            f"sensitivity/epsilon in [2^-900, {high:g}]. Got sensitivity={sensitivity!r}, "
             f"epsilon={epsilon!r} (scale {scale:g}) instead.")
     return scale
 

@@ -47,7 +47,7 @@ typedef struct DPF_CHACHA_ALIGN64 dpf_chacha_s {
 } dpf_chacha_t;
 
 /* Write nblocks blocks (8*nblocks words) for counters counter, counter+1, ...
- * (mod 2^64).  out need not be aligned. */
+ * (mod 2^64).  out must be 8-byte aligned (the SIMD paths also accept less). */
 void dpf_chacha_blocks(const uint32_t key[8], uint64_t counter, uint64_t nonce,
                        uint64_t *out, size_t nblocks);
 

@@ -203,7 +203,7 @@ static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap
                                          dpf_dlap_grid_avx512, dpf_uniform_avx512};
 #endif
 
-static const dpf_kernels *volatile dpf_active = NULL;
+static const dpf_kernels *dpf_active = NULL;
 
 static const dpf_kernels *dpf_pick(const char *name)
 {
@@ -229,15 +229,24 @@ static const dpf_kernels *dpf_pick(const char *name)
 
 static const dpf_kernels *dpf_kernels_get(void)
 {
-    const dpf_kernels *k = dpf_active;
+    const dpf_kernels *k = __atomic_load_n(&dpf_active, __ATOMIC_RELAXED);
     if (k == NULL) {
         /* Racing first calls all compute the same answer. */
         k = dpf_pick(getenv("DPFAST_SIMD"));
         if (k == NULL)
             k = dpf_pick("auto");
-        dpf_active = k;
+        __atomic_store_n(&dpf_active, k, __ATOMIC_RELAXED);
     }
     return k;
+}
+
+int dpf_have_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
 }
 
 const char *dpf_sampling_impl(void)
@@ -250,7 +259,7 @@ int dpf_sampling_set_impl(const char *name)
     const dpf_kernels *k = dpf_pick(name);
     if (k == NULL)
         return 0;
-    dpf_active = k;
+    __atomic_store_n(&dpf_active, k, __ATOMIC_RELAXED);
     return 1;
 }
 

@@ -80,6 +80,7 @@ void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, dou
                           double *rest);
 
 const char *dpf_sampling_impl(void);
+int dpf_have_openmp(void);   /* 1 if built with OpenMP (threads > 1 run in parallel) */
 int dpf_sampling_set_impl(const char *name);
 
 #ifdef __cplusplus
