@@ -319,20 +319,14 @@ def _spend_concurrently(acct, n_threads, per_thread, epsilon):
     return sum(successes)
 
 
-def test_concurrent_spends_fill_budget_exactly(fast_thread_switching):
-    acct = dp.Accountant(epsilon=8.0)
-    assert _spend_concurrently(acct, 8, 1000, 0.001) == 8000
-    assert acct.spent == (8.0, 0.0)
+@pytest.mark.parametrize("budget, fitting", [(8.0, 8000),      # fills the budget exactly
+                                             (7.999, 7999)])   # and never overruns it
+def test_concurrent_spends(fast_thread_switching, budget, fitting):
+    acct = dp.Accountant(epsilon=budget)
+    assert _spend_concurrently(acct, 8, 1000, 0.001) == fitting
+    assert acct.spent == (budget, 0.0)
     assert acct.remaining == (0.0, 0.0)
-    assert len(acct) == 8000
-
-
-def test_concurrent_spends_never_overrun(fast_thread_switching):
-    acct = dp.Accountant(epsilon=7.999)
-    assert _spend_concurrently(acct, 8, 1000, 0.001) == 7999
-    assert acct.spent == (7.999, 0.0)
-    assert acct.remaining == (0.0, 0.0)
-    assert len(acct) == 7999
+    assert len(acct) == fitting
 
 
 def test_concurrent_mechanisms_share_one_budget(fast_thread_switching):

@@ -111,13 +111,17 @@ def dlap_params(double t):
     return {"t": p.t, "c": p.c, "a_hi": p.a_hi, "a_lo": p.a_lo}
 
 
+cdef Py_ssize_t _paired(const uint64_t[::1] words, const uint64_t[::1] n0) except -1:
+    if n0.shape[0] != words.shape[0]:
+        raise ValueError("words and n0 differ in length")
+    return words.shape[0]
+
+
 def dlap_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t):
     """Signed discrete Laplace samples (as float64) that the kernel derives from keystream
     word words[i] when the binade has n0[i] leading zeros (test shim)."""
     cdef dpf_dlap_params p
-    cdef Py_ssize_t i, n = words.shape[0]
-    if n0.shape[0] != n:
-        raise ValueError("words and n0 differ in length")
+    cdef Py_ssize_t i, n = _paired(words, n0)
     dpf_dlap_params_init(&p, t)
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] o = out
@@ -131,9 +135,7 @@ def dlap_z_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t
     """The kernel's unfloored magnitude t*(c + L) for each word, as (integer part, rest):
     the sample magnitude is fb + floor(rest) (test shim for error measurements)."""
     cdef dpf_dlap_params p
-    cdef Py_ssize_t i, n = words.shape[0]
-    if n0.shape[0] != n:
-        raise ValueError("words and n0 differ in length")
+    cdef Py_ssize_t i, n = _paired(words, n0)
     dpf_dlap_params_init(&p, t)
     fb = np.empty(n, dtype=np.float64)
     rest = np.empty(n, dtype=np.float64)
@@ -147,9 +149,7 @@ def dlap_z_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t
 
 def uniform_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0):
     """The uniform the kernel derives from words[i] with n0[i] leading binade zeros."""
-    cdef Py_ssize_t i, n = words.shape[0]
-    if n0.shape[0] != n:
-        raise ValueError("words and n0 differ in length")
+    cdef Py_ssize_t i, n = _paired(words, n0)
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] o = out
     with nogil:
