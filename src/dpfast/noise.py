@@ -29,7 +29,7 @@ term); ``c`` from libm within 1u; ``c - ln m`` (< 1.1) rounds by <= 1u; ``t * (c
 and ``n a_lo + ...`` by <= 1.1tu each; ``n a_hi`` is exact and ``a_hi + a_lo`` is within
 ``t 2**-90`` of ``t ln 2``; the final ``(big - floor(big)) + small`` (< t + 1) by <= (t+1)u.
 The sum is below 8(t + 1)u, half of ``E``; ``tests/test_noise_accuracy.py`` measures at
-most a fifth of ``E`` against 120-bit arithmetic on random and adversarial inputs.
+about a fifth of ``E`` against 120-bit arithmetic on random and adversarial inputs.
 
 Each cell boundary of the inverse CDF then moves by at most ``E/t`` in ``L``, which changes
 every probability ``P[K = k]`` by a factor within ``[exp(-E/t)(1 - 2E), exp(E/t)(1 + 2E)]``.

@@ -22,8 +22,9 @@
  * n*a_hi and a small remainder, so the floor is taken of a sum whose rounding error is
  * proportional to t, not to t*L.  docs: see dpfast.noise for the privacy bound this gives.
  *
- * Only IEEE-754 basic operations, floor and rint are used (no libm calls, no FMA: the build
- * uses -ffp-contract=off), so scalar, AVX2 and AVX-512 builds give bit-identical samples.
+ * The per-sample path uses only IEEE-754 basic operations, floor and rint (no libm calls, no
+ * FMA: the build uses -ffp-contract=off), so scalar, AVX2 and AVX-512 builds give
+ * bit-identical samples.
  */
 #ifndef DPF_SAMPLING_H
 #define DPF_SAMPLING_H
