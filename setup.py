@@ -70,6 +70,7 @@ extensions = [
     make_ext("dpfast._chacha", ["src/dpfast/_chacha.pyx", f"{CORE}/chacha20.c"]),
     make_ext("dpfast._sampling",
              ["src/dpfast/_sampling.pyx", f"{CORE}/chacha20.c", f"{CORE}/sampling.c"]),
+    make_ext("dpfast._counting", ["src/dpfast/_counting.pyx", f"{CORE}/counting.c"]),
 ]
 
 directives = {

@@ -1,11 +1,16 @@
 """Side-by-side throughput of dpfast and numpy, measured in one run.
 
-    python bench/compare.py [--n 10000000] [--repeats 9] [--markdown]
+    python bench/compare.py [--suite sampling|histogram|all] [--n 10000000]
+                            [--records 100000000] [--repeats 9] [--markdown]
 
-Prints ns/sample (median over repeats, cases interleaved so that machine noise hits all of
-them alike) and the ratio numpy-time / dpfast-time ("x faster than numpy") for:
-the ChaCha20 keystream vs numpy's PCG64.random_raw, dp.laplace vs Generator.laplace, and
-dp.discrete_laplace, at 1 and 2 threads. numpy's samplers are single-threaded.
+Prints ns per item (median over repeats, cases interleaved so that machine noise hits all of
+them alike) and the ratio baseline-time / dpfast-time ("x faster") for:
+- sampling: the ChaCha20 keystream vs numpy's PCG64.random_raw, dp.laplace vs
+  Generator.laplace, and dp.discrete_laplace, at 1 and 2 threads;
+- histogram: --records integer-coded records into 1,000 bins, fused dp.histogram (count +
+  noise) vs np.histogram alone (no noise) and vs np.bincount + Generator.laplace, and
+  diffprivlib's tools.histogram if it is installed.
+numpy's samplers and counting are single-threaded.
 """
 import argparse
 import os
@@ -71,13 +76,37 @@ def cases(n):
     return out
 
 
+def histogram_cases(records):
+    """Fused dp.histogram against numpy (and diffprivlib if installed) on integer codes."""
+    codes = np.random.default_rng(7).integers(0, 1000, size=records)
+    gen = np.random.Generator(np.random.PCG64(8))
+    acct = dp.Accountant()
+    cha = dp.ChaCha20(9)
+    out = [
+        ("np.histogram (no noise)", 1, None, lambda: np.histogram(codes, 1000, (0, 1000))),
+        ("np.bincount + Generator.laplace", 1, None,
+         lambda: np.bincount(codes, minlength=1000) + gen.laplace(0.0, 1.0, 1000)),
+    ]
+    try:
+        from diffprivlib.tools import histogram as dpl_histogram
+        out.append(("diffprivlib tools.histogram", 1, None,
+                    lambda: dpl_histogram(codes, bins=1000, range=(0, 1000), epsilon=1.0)))
+    except ImportError:
+        pass
+    for threads in (1, 2):
+        for base in [name for name, _, b, _ in out if b is None]:
+            out.append((f"dp.histogram (vs {base.split()[0]})", threads, base,
+                        lambda t=threads: dp.histogram(codes, 1000, range=(0, 1000), epsilon=1.0,
+                                                       accountant=acct, rng=cha, threads=t)))
+    return out
+
+
 def reps_of(name, n):
-    """Samples one call of the case produces."""
+    """Items one call of the case handles."""
     return max(1, n // 2**16) * 2**16 if "2^16/call" in name else n
 
 
-def measure(n, repeats):
-    todo = cases(n)
+def measure(todo, n, repeats):
     times = {(name, th): [] for name, th, _, _ in todo}
     for _, _, _, fn in todo:          # warm up: page faults, thread pools, dispatch
         fn()
@@ -99,28 +128,41 @@ def measure(n, repeats):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--suite", choices=["sampling", "histogram", "all"], default="all")
     p.add_argument("--n", type=int, default=10**7)
+    p.add_argument("--records", type=int, default=10**8)
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--markdown", action="store_true", help="print a README table")
     args = p.parse_args(argv)
-    rows = measure(args.n, args.repeats)
     print(f"Machine: {machine()}")
-    print(f"n = {args.n:,} samples per call, median of {args.repeats} interleaved repeats\n")
-    if args.markdown:
-        print("| case | threads | ns/sample | vs numpy |")
+    if args.suite in ("sampling", "all"):
+        rows = measure(cases(args.n), args.n, args.repeats)
+        print(f"n = {args.n:,} samples per call, median of {args.repeats} interleaved repeats\n")
+        report(rows, args.markdown)
+        lap = {th: ns for name, th, ns, _, _ in rows if name == "dp.laplace"}
+        dl = {th: ns for name, th, ns, _, _ in rows if name == "dp.discrete_laplace"}
+        print("\ndp.discrete_laplace / dp.laplace time: "
+              + ", ".join(f"{dl[t] / lap[t]:.2f} ({t} thr)" for t in sorted(lap)) + "\n")
+    if args.suite in ("histogram", "all"):
+        rows = measure(histogram_cases(args.records), args.records, args.repeats)
+        print(f"{args.records:,} integer-coded records into 1,000 bins, epsilon 1; ns/record, "
+              f"median of {args.repeats} interleaved repeats\n")
+        report(rows, args.markdown)
+
+
+def report(rows, markdown):
+    if markdown:
+        print("| case | threads | ns/item | vs baseline |")
         print("|---|---:|---:|---:|")
         for name, th, ns, base, ratio in rows:
             rel = f"{ratio:.2f}x faster than {base}" if ratio else "baseline"
             print(f"| {name} | {th} | {ns:.2f} | {rel} |")
     else:
-        print(f"{'case':<28}{'threads':>8}{'ns/sample':>11}{'M/s':>9}   vs numpy")
+        w = max(len(r[0]) for r in rows) + 2
+        print(f"{'case':<{w}}{'threads':>8}{'ns/item':>11}{'M/s':>9}   vs baseline")
         for name, th, ns, base, ratio in rows:
             rel = f"{ratio:.2f}x faster than {base}" if ratio else "(baseline)"
-            print(f"{name:<28}{th:>8}{ns:>11.2f}{1e3 / ns:>9.0f}   {rel}")
-    lap = {th: ns for name, th, ns, _, _ in rows if name == "dp.laplace"}
-    dl = {th: ns for name, th, ns, _, _ in rows if name == "dp.discrete_laplace"}
-    print("\ndp.discrete_laplace / dp.laplace time: "
-          + ", ".join(f"{dl[t] / lap[t]:.2f} ({t} thr)" for t in sorted(lap)))
+            print(f"{name:<{w}}{th:>8}{ns:>11.2f}{1e3 / ns:>9.0f}   {rel}")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,11 @@ All randomness comes from ChaCha20 (RFC 8439). Continuous noise lives on a power
 and integer noise is exact discrete Laplace, so outputs do not leak inputs through low-order
 bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
+from . import postprocess
 from ._chacha import ChaCha20
+from .accuracy import max_error_bound
 from .accountant import Accountant, BudgetExceededError, default_accountant
+from .histograms import count_categories, histogram, histogramdd, noisy_counts
 from .mechanisms import laplace_mechanism
 from .noise import (
     discrete_laplace,
@@ -22,12 +25,18 @@ __all__ = [
     "Accountant",
     "BudgetExceededError",
     "ChaCha20",
+    "count_categories",
     "default_accountant",
     "default_rng",
     "discrete_laplace",
+    "histogram",
+    "histogramdd",
     "laplace",
     "laplace_granularity",
     "laplace_mechanism",
     "laplace_privacy_loss",
+    "max_error_bound",
+    "noisy_counts",
+    "postprocess",
     "uniform",
 ]

@@ -3,12 +3,31 @@ import numpy as np
 CHUNK: int
 MAX_EXTRA_WORDS: int
 
-def fill_uniform(key: np.ndarray, out: np.ndarray, threads: int) -> None: ...
+def fill_uniform(key: np.ndarray, out: np.ndarray, threads: int, chunk0: int = 0) -> None: ...
 def fill_discrete_laplace(
-    key: np.ndarray, out: np.ndarray, t: float, base: np.ndarray | None, threads: int
+    key: np.ndarray,
+    out: np.ndarray,
+    t: float,
+    base: np.ndarray | None,
+    threads: int,
+    chunk0: int = 0,
+) -> None: ...
+def fill_discrete_laplace_i32(
+    key: np.ndarray,
+    out: np.ndarray,
+    t: float,
+    base: np.ndarray | None,
+    threads: int,
+    chunk0: int = 0,
 ) -> None: ...
 def fill_grid_laplace(
-    key: np.ndarray, out: np.ndarray, t: float, g: float, base: np.ndarray | None, threads: int
+    key: np.ndarray,
+    out: np.ndarray,
+    t: float,
+    g: float,
+    base: np.ndarray | None,
+    threads: int,
+    chunk0: int = 0,
 ) -> None: ...
 def dlap_params(t: float) -> dict[str, float]: ...
 def dlap_from_bits(words: np.ndarray, n0: np.ndarray, t: float) -> np.ndarray: ...

@@ -8,7 +8,7 @@ import numpy as np
 
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 cnp.import_array()
 
@@ -19,6 +19,7 @@ cdef extern from "sampling.h":
         DPF_MODE_UNIFORM
         DPF_MODE_DLAP_INT
         DPF_MODE_DLAP_GRID
+        DPF_MODE_DLAP_I32
     ctypedef struct dpf_dlap_params:
         double t
         double c
@@ -30,6 +31,7 @@ cdef extern from "sampling.h":
         double g
         double ginv
         const void *base
+        uint64_t chunk0
     void dpf_dlap_params_init(dpf_dlap_params *p, double t) nogil
     void dpf_fill_chunk(const uint32_t *key, uint64_t chunk, const dpf_job *job, void *out,
                         size_t n_total) nogil
@@ -59,27 +61,46 @@ cdef void _run(const uint32_t[::1] key, const dpf_job *job, void *out, Py_ssize_
             dpf_fill_chunk(&key[0], c, job, out, n)
 
 
-cdef dpf_job _job(int mode, double t):
+cdef dpf_job _job(int mode, double t, uint64_t chunk0):
     cdef dpf_job job
     job.mode = mode
     job.g = 1.0
     job.ginv = 1.0
     job.base = NULL
+    job.chunk0 = chunk0
     dpf_dlap_params_init(&job.lap, t)
     return job
 
 
-def fill_uniform(const uint32_t[::1] key, double[::1] out, int threads):
-    """Full-precision uniforms on (0, 1) into out."""
-    cdef dpf_job job = _job(DPF_MODE_UNIFORM, 1.0)
+def fill_uniform(const uint32_t[::1] key, double[::1] out, int threads, uint64_t chunk0=0):
+    """Full-precision uniforms on (0, 1) into out.
+
+    chunk0 numbers the streams of a block of a larger output that starts at element
+    chunk0 * CHUNK, so that a release made block by block equals one made in one call."""
+    cdef dpf_job job = _job(DPF_MODE_UNIFORM, 1.0, chunk0)
     with nogil:
         _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
 
 
 def fill_discrete_laplace(const uint32_t[::1] key, int64_t[::1] out, double t,
-                          const int64_t[::1] base, int threads):
-    """out[i] = base[i] + K_i (base may be None), K_i two-sided geometric with parameter t."""
-    cdef dpf_job job = _job(DPF_MODE_DLAP_INT, t)
+                          const int64_t[::1] base, int threads, uint64_t chunk0=0):
+    """out[i] = base[i] + K_i (base may be None or out itself), K_i two-sided geometric
+    with parameter t; chunk0 as for fill_uniform."""
+    cdef dpf_job job = _job(DPF_MODE_DLAP_INT, t, chunk0)
+    if base is not None:
+        if base.shape[0] != out.shape[0]:
+            raise ValueError("base and out differ in length")
+        if base.shape[0]:
+            job.base = &base[0]
+    with nogil:
+        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+def fill_discrete_laplace_i32(const uint32_t[::1] key, int32_t[::1] out, double t,
+                              const int32_t[::1] base, int threads, uint64_t chunk0=0):
+    """As fill_discrete_laplace for int32 tables: out[i] = base[i] + K_i, computed in int64
+    and narrowed; the caller guarantees that the sums fit int32."""
+    cdef dpf_job job = _job(DPF_MODE_DLAP_I32, t, chunk0)
     if base is not None:
         if base.shape[0] != out.shape[0]:
             raise ValueError("base and out differ in length")
@@ -90,9 +111,10 @@ def fill_discrete_laplace(const uint32_t[::1] key, int64_t[::1] out, double t,
 
 
 def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double g,
-                      const double[::1] base, int threads):
-    """out[i] = (rint(base[i]/g) + K_i) * g (base may be None), g a power of two."""
-    cdef dpf_job job = _job(DPF_MODE_DLAP_GRID, t)
+                      const double[::1] base, int threads, uint64_t chunk0=0):
+    """out[i] = (rint(base[i]/g) + K_i) * g (base may be None or out itself), g a power of
+    two; chunk0 as for fill_uniform."""
+    cdef dpf_job job = _job(DPF_MODE_DLAP_GRID, t, chunk0)
     job.g = g
     job.ginv = 1.0 / g
     if base is not None:

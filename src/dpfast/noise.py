@@ -105,20 +105,30 @@ def _empty(kind, shape):
     return np.empty(math.prod(shape), dtype=np.int64 if kind == "discrete" else np.float64)
 
 
+CHUNK = _sampling.CHUNK
+
+
+def _fill(kind, scale, key, out, nthreads, base=None, chunk0=0):
+    """One kernel call: samples of `kind` into the flat array `out` (plus `base`, which may
+    be `out` itself), streams numbered from chunk `chunk0` under `key`."""
+    if kind == "uniform":
+        _sampling.fill_uniform(key, out, nthreads, chunk0)
+    elif kind == "discrete" and out.dtype == np.int32:
+        _sampling.fill_discrete_laplace_i32(key, out, scale, base, nthreads, chunk0)
+    elif kind == "discrete":
+        _sampling.fill_discrete_laplace(key, out, scale, base, nthreads, chunk0)
+    else:
+        g, t = _grid(scale)
+        _sampling.fill_grid_laplace(key, out, t, g, base, nthreads, chunk0)
+
+
 def _draw(kind, scale, shape, bitgen, nthreads, base=None, out=None):
     """One kernel call into `out` (or a new array), returned with `shape`; the caller has
     validated everything. The output exists before the sub-key is drawn, so a failed
     allocation consumes no randomness."""
     if out is None:
         out = _empty(kind, shape)
-    key = _random.draw_key(bitgen)
-    if kind == "uniform":
-        _sampling.fill_uniform(key, out, nthreads)
-    elif kind == "discrete":
-        _sampling.fill_discrete_laplace(key, out, scale, base, nthreads)
-    else:
-        g, t = _grid(scale)
-        _sampling.fill_grid_laplace(key, out, t, g, base, nthreads)
+    _fill(kind, scale, _random.draw_key(bitgen), out, nthreads, base=base)
     return out.reshape(shape)
 
 

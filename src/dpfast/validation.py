@@ -159,8 +159,10 @@ def check_data(value, name, func):
     if kind == "O" and arr.size and all(
             isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
             for v in arr.flat):
-        # Python ints that numpy could not fit in int64 (error path only).
-        bad = next(v for v in arr.flat if not -2**63 <= v < 2**63)
+        # Python ints in an object array: fine if they fit int64, else name one that does not.
+        bad = next((v for v in arr.flat if not -2**63 <= v < 2**63), None)
+        if bad is None:
+            return np.asarray(arr, dtype=np.int64, order="C"), True
         raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
                          f"Got an entry {bad!r} instead.")
     if kind in "iu":
@@ -178,3 +180,39 @@ def check_data(value, name, func):
                              f"infinity. Got {arr[idx]!r} at index {idx} instead.")
         return arr, False
     raise _fail(TypeError, name, func, f"{rule}, not dtype {arr.dtype}", value)
+
+
+def check_records(value, name, func):
+    """Records for counting: a flat C-contiguous float64, int64 or int32 array (other
+    numeric dtypes are converted; int32 is kept to halve memory traffic). NaN or infinite
+    entries raise ValueError; a min/max scan finds them without a temporary array."""
+    data, _ = _numeric_array(value, name, func, keep=(np.int32, np.int64, np.float64))
+    flat = data.reshape(-1)
+    if flat.dtype.kind == "f" and flat.size:
+        lo, hi = flat.min(), flat.max()
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            bad = flat[np.flatnonzero(~np.isfinite(flat))[0]]
+            raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
+                             f"infinity. Got {bad!r} instead.")
+    return flat
+
+
+def _numeric_array(value, name, func, keep):
+    """C-contiguous array of one of the dtypes in `keep` (else int64 for integers, float64
+    for floats) and whether it is integer; TypeError for non-numeric data."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _fail(TypeError, name, func, "numeric (integer or real floating) data",
+                    value) from None
+    kind = arr.dtype.kind
+    if kind in "iu":
+        if arr.dtype.type in keep:
+            return np.asarray(arr, order="C"), True
+        if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
+                             f"Got an entry {arr.max()!r} instead.")
+        return np.asarray(arr, dtype=np.int64, order="C"), True
+    if kind == "f":
+        return np.asarray(arr, dtype=np.float64, order="C"), False
+    return check_data(value, name, func)      # raises the documented error for this input

@@ -192,15 +192,20 @@ typedef struct {
     void (*dlap_grid)(uint64_t *, size_t, const dpf_dlap_params *, double, double,
                       const double *);
     void (*uniform)(uint64_t *, size_t);
+    void (*dlap_i32)(uint64_t *, size_t, const dpf_dlap_params *, const int32_t *);
+    void (*narrow)(const uint64_t *, size_t, int32_t *);
 } dpf_kernels;
 
 static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
-                                         dpf_dlap_grid_scalar, dpf_uniform_scalar};
+                                         dpf_dlap_grid_scalar, dpf_uniform_scalar,
+                                         dpf_dlap_i32_scalar, dpf_narrow_scalar};
 #ifdef DPF_HAVE_X86
 static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
-                                       dpf_dlap_grid_avx2, dpf_uniform_avx2};
+                                       dpf_dlap_grid_avx2, dpf_uniform_avx2,
+                                       dpf_dlap_i32_avx2, dpf_narrow_avx2};
 static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
-                                         dpf_dlap_grid_avx512, dpf_uniform_avx512};
+                                         dpf_dlap_grid_avx512, dpf_uniform_avx512,
+                                         dpf_dlap_i32_avx512, dpf_narrow_avx512};
 #endif
 
 static const dpf_kernels *dpf_active = NULL;
@@ -284,6 +289,13 @@ static void dpf_fix_slow(const dpf_job *job, dpf_chacha_t *extra, uint64_t *buf,
             buf[i] = (uint64_t)k;
             break;
         }
+        case DPF_MODE_DLAP_I32: {
+            int64_t k = dpf_d2i(dpf_dlap_core(w, (double)(n0 + 1), &job->lap));
+            if (job->base)
+                k += ((const int32_t *)job->base)[i];
+            buf[i] = (uint64_t)k;
+            break;
+        }
         default: {
             double k = dpf_dlap_core(w, (double)(n0 + 1), &job->lap);
             double v = job->base
@@ -309,15 +321,21 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, v
     if (start >= n_total)
         return;
     size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
-    uint64_t *dst = (uint64_t *)out + start;
+    int narrow = job->mode == DPF_MODE_DLAP_I32;      /* 4-byte elements */
+    size_t esize = narrow ? 4 : 8;
+    char *dst = (char *)out + start * esize;
+    uint64_t c = job->chunk0 + chunk;
+    /* In place (base is out): keystream must not overwrite the input before it is read. */
+    const char *b0 = (const char *)job->base, *o0 = (const char *)out;
+    int alias = b0 && b0 < o0 + n_total * esize && o0 < b0 + n_total * esize;
 
-    dpf_chacha_init(&extra, key, 0, 2 * chunk + 1);
+    dpf_chacha_init(&extra, key, 0, 2 * c + 1);
     for (size_t off = 0; off < n; off += BATCH) {
         size_t len = n - off < BATCH ? n - off : BATCH;
-        /* Keystream goes straight into the output (8-byte elements either way) and is
-         * transformed there while it is in L1. */
-        uint64_t *buf = len == BATCH ? dst + off : tail;
-        dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * chunk, buf, BATCH / 8);
+        /* Keystream goes straight into an 8-byte output and is transformed there while it
+         * is in L1; narrow or aliased outputs go through the local buffer. */
+        uint64_t *buf = len == BATCH && !alias && !narrow ? (uint64_t *)dst + off : tail;
+        dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * c, buf, BATCH / 8);
         size_t cnt = 0;
         if (kern->any_slow(buf, len)) {
             for (size_t i = 0; i < len; i++) {
@@ -329,7 +347,7 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, v
         }
         dpf_job sub = *job;
         if (sub.base)
-            sub.base = (const char *)sub.base + (start + off) * 8;
+            sub.base = (const char *)sub.base + (start + off) * esize;
         switch (job->mode) {
         case DPF_MODE_UNIFORM:
             kern->uniform(buf, len);
@@ -337,13 +355,18 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, v
         case DPF_MODE_DLAP_INT:
             kern->dlap_int(buf, len, &sub.lap, (const int64_t *)sub.base);
             break;
+        case DPF_MODE_DLAP_I32:
+            kern->dlap_i32(buf, len, &sub.lap, (const int32_t *)sub.base);
+            break;
         default:
             kern->dlap_grid(buf, len, &sub.lap, sub.g, sub.ginv, (const double *)sub.base);
             break;
         }
         if (cnt)
             dpf_fix_slow(&sub, &extra, buf, slow_words, slow_idx, cnt);
-        if (buf == tail)
-            memcpy(dst + off, tail, len * 8);
+        if (narrow)
+            kern->narrow(buf, len, (int32_t *)dst + off);
+        else if (buf == tail)
+            memcpy((uint64_t *)dst + off, tail, len * 8);
     }
 }

@@ -53,7 +53,8 @@ typedef struct {
 enum dpf_mode {
     DPF_MODE_UNIFORM = 0,     /* double in (0,1) */
     DPF_MODE_DLAP_INT = 1,    /* int64 K (+ int64 base) */
-    DPF_MODE_DLAP_GRID = 2    /* double (rint(base/g) + K) * g, base optional */
+    DPF_MODE_DLAP_GRID = 2,   /* double (rint(base/g) + K) * g, base optional */
+    DPF_MODE_DLAP_I32 = 3     /* int32 K + int32 base (the caller keeps the sum in range) */
 };
 
 typedef struct {
@@ -61,14 +62,17 @@ typedef struct {
     dpf_dlap_params lap;
     double g;               /* grid step (power of two), DLAP_GRID only */
     double ginv;            /* 1/g */
-    const void *base;       /* int64_t* or double* per mode, or NULL; indexed like out */
+    const void *base;       /* int64_t* or double* per mode, or NULL; indexed like out;
+                               it may be out itself (in-place release) */
+    uint64_t chunk0;        /* streams are numbered from this chunk (block-wise calls) */
 } dpf_job;
 
 void dpf_dlap_params_init(dpf_dlap_params *p, double t);
 
-/* Fill chunk `chunk` (elements [chunk*DPF_CHUNK, ...) of out[0:n_total], 8-byte elements,
- * int64 or double by job->mode) of a call keyed by key: main stream nonce 2*chunk, extra
- * stream nonce 2*chunk+1, counters from 0.  job->base, if set, is indexed like out. */
+/* Fill chunk `chunk` (elements [chunk*DPF_CHUNK, ...) of out[0:n_total]: int64, double or
+ * int32 elements by job->mode) of a call keyed by key: with c = job->chunk0 + chunk, main
+ * stream nonce 2c, extra stream nonce 2c+1, counters from 0.  job->base, if set, is indexed
+ * like out. */
 void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job,
                     void *out, size_t n_total);
 

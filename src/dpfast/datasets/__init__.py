@@ -10,6 +10,8 @@ from importlib import resources
 
 import numpy as np
 
+from .. import validation as _v
+
 __all__ = ["load_adult", "ADULT_COLUMNS", "ADULT_NUMERIC"]
 
 ADULT_COLUMNS = (
@@ -33,23 +35,28 @@ def _rows(name):
         return [row for row in reader if row]
 
 
-def load_adult(split="train"):
-    """load_adult(split="train")
+def load_adult(split="train", *, as_frame=False):
+    """load_adult(split="train", *, as_frame=False)
 
-    The UCI Adult records as a dict of numpy columns.
+    The UCI Adult records as a dict of numpy columns, or a pandas DataFrame.
 
     Parameters
     ----------
     split : {"train", "test", "all"}
         ``"train"`` is ``adult.data`` (32,561 records), ``"test"`` is ``adult.test``
         (16,281), ``"all"`` both (48,842), in that order.
+    as_frame : bool, optional
+        Return a ``pandas.DataFrame`` (needs pandas) instead of a dict.
 
     Returns
     -------
-    dict of str -> ndarray
-        Keys in :data:`ADULT_COLUMNS` order. Numeric columns (:data:`ADULT_NUMERIC`) are
+    dict of str -> ndarray, or pandas.DataFrame
+        Columns in :data:`ADULT_COLUMNS` order. Numeric columns (:data:`ADULT_NUMERIC`) are
         int64; the others are unicode strings, with ``"?"`` marking a missing value as in
-        the source.
+        the source. In a DataFrame (index ``0 .. n-1``) the string columns have pandas
+        ``category`` dtype, same values, ``"?"`` included; the dtype's categories are the
+        values that occur in the data, so they are not a public category list for a DP
+        release (a category that only the data names would reveal that someone has it).
 
     Examples
     --------
@@ -61,9 +68,20 @@ def load_adult(split="train"):
     if split not in _FILES:
         raise ValueError("The 'split' parameter of load_adult must be one of "
                          f"{sorted(_FILES)}. Got {split!r} instead.")
+    as_frame = _v.check_bool(as_frame, "as_frame", "load_adult")
+    if as_frame:
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("load_adult(as_frame=True) needs pandas: pip install pandas. "
+                              "Without it, load_adult() returns a dict of numpy columns."
+                              ) from None
     rows = [r for name in _FILES[split] for r in _rows(name)]
     cols = list(zip(*rows))
     out = {}
     for name, values in zip(ADULT_COLUMNS, cols):
         out[name] = np.array(values, dtype=np.int64 if name in ADULT_NUMERIC else str)
-    return out
+    if not as_frame:
+        return out
+    return pd.DataFrame({name: col if name in ADULT_NUMERIC else pd.Categorical(col)
+                         for name, col in out.items()})

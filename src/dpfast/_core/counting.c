@@ -1,0 +1,155 @@
+#include "counting.h"
+
+void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind)
+{
+    ax->edges = edges;
+    ax->nbins = nbins;
+    ax->kind = kind;
+    ax->lo = edges[0];
+    ax->hi = edges[nbins];
+    ax->norm = (double)nbins / (ax->hi - ax->lo);
+    if (kind == DPF_AXIS_INTEGER) {     /* the caller checked the edges are integral */
+        ax->ilo = (int64_t)edges[0];
+        ax->ihi = (int64_t)edges[nbins];
+        ax->width = (int64_t)(edges[1] - edges[0]);
+    } else {
+        ax->ilo = ax->ihi = ax->width = 0;
+    }
+}
+
+/* Bin of x on the axis, -1 if not counted (outside, or NaN). */
+static inline int64_t dpf_bin(const dpf_axis *ax, double x)
+{
+    if (!(x >= ax->lo && x <= ax->hi))
+        return -1;
+    const double *e = ax->edges;
+    int64_t nb = ax->nbins;
+    if (ax->kind == DPF_AXIS_UNIFORM) {
+        /* numpy's rule: guess by arithmetic, then move one bin if rounding put x on the
+         * wrong side of an edge. */
+        int64_t i = (int64_t)((x - ax->lo) * ax->norm);
+        if (i >= nb)
+            i = nb - 1;
+        if (x < e[i])
+            i--;
+        else if (i != nb - 1 && x >= e[i + 1])
+            i++;
+        return i;
+    }
+    /* Largest i with e[i] <= x, capped at nb - 1 so that x == hi lands in the last bin;
+     * branch-free halving (the comparisons are unpredictable). */
+    int64_t base = 0, len = nb;
+    while (len > 1) {
+        int64_t half = len / 2;
+        base = e[base + half] <= x ? base + half : base;
+        len -= half;
+    }
+    return base;
+}
+
+/* Bin of an integer on an integer axis: exact, no floating point. */
+static inline int64_t dpf_bin_int(const dpf_axis *ax, int64_t v)
+{
+    if (v < ax->ilo || v > ax->ihi)    /* compared first, so v - ilo cannot overflow */
+        return -1;
+    int64_t off = v - ax->ilo;
+    int64_t i = ax->width == 1 ? off : off / ax->width;
+    return i == ax->nbins ? i - 1 : i;
+}
+
+/* Unit-width integer bins: the bin is the offset (the last edge shares the last bin). */
+static inline int64_t dpf_bin_unit(int64_t ilo, int64_t ihi, int64_t v)
+{
+    if (v < ilo || v > ihi)
+        return -1;
+    return v == ihi ? v - ilo - 1 : v - ilo;
+}
+
+static inline void dpf_add(int64_t *counts, int64_t i, int atomic)
+{
+    if (atomic)
+        __atomic_fetch_add(&counts[i], 1, __ATOMIC_RELAXED);
+    else
+        counts[i]++;
+}
+
+/* The axis is copied to a local first: counts[] stores could otherwise alias its fields
+ * and force a reload on every record. */
+#define DPF_COUNT_BODY(BIN)                                                                 \
+    if (atomic) {                                                                           \
+        for (size_t j = 0; j < n; j++) {                                                    \
+            int64_t i = BIN;                                                                \
+            if (i >= 0)                                                                     \
+                dpf_add(counts, i, 1);                                                      \
+        }                                                                                   \
+    } else {                                                                                \
+        for (size_t j = 0; j < n; j++) {                                                    \
+            int64_t i = BIN;                                                                \
+            if (i >= 0)                                                                     \
+                counts[i]++;                                                                \
+        }                                                                                   \
+    }
+
+void dpf_count_f64(const double *x, size_t n, const dpf_axis *axis, int64_t *counts,
+                   int atomic)
+{
+    const dpf_axis a = *axis;
+    DPF_COUNT_BODY(dpf_bin(&a, x[j]))
+}
+
+void dpf_count_i64(const int64_t *x, size_t n, const dpf_axis *axis, int64_t *counts,
+                   int atomic)
+{
+    const dpf_axis a = *axis;
+    if (a.kind == DPF_AXIS_INTEGER && a.width == 1) {
+        DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, x[j]))
+    } else if (a.kind == DPF_AXIS_INTEGER) {
+        DPF_COUNT_BODY(dpf_bin_int(&a, x[j]))
+    } else {
+        DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))
+    }
+}
+
+void dpf_count_i32(const int32_t *x, size_t n, const dpf_axis *axis, int64_t *counts,
+                   int atomic)
+{
+    const dpf_axis a = *axis;
+    if (a.kind == DPF_AXIS_INTEGER && a.width == 1) {
+        DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, x[j]))
+    } else if (a.kind == DPF_AXIS_INTEGER) {
+        DPF_COUNT_BODY(dpf_bin_int(&a, x[j]))
+    } else {
+        DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))
+    }
+}
+
+void dpf_count_codes(const int64_t *codes, size_t n, int64_t ncells, int64_t *counts,
+                     int atomic)
+{
+    DPF_COUNT_BODY((codes[j] >= 0 && codes[j] < ncells) ? codes[j] : -1)
+}
+
+void dpf_count_nd(const double *sample, size_t n, size_t d, const dpf_axis *axes,
+                  const int64_t *strides, int64_t *counts, int atomic)
+{
+    dpf_axis a[8];
+    const dpf_axis *ax = axes;
+    if (d <= 8) {        /* local copies, as in DPF_COUNT_BODY */
+        for (size_t k = 0; k < d; k++)
+            a[k] = axes[k];
+        ax = a;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const double *rec = sample + j * d;
+        int64_t cell = 0;
+        size_t k = 0;
+        for (; k < d; k++) {
+            int64_t b = dpf_bin(&ax[k], rec[k]);
+            if (b < 0)
+                break;
+            cell += b * strides[k];
+        }
+        if (k == d)
+            dpf_add(counts, cell, atomic);
+    }
+}

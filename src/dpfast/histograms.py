@@ -1,0 +1,483 @@
+"""Histogram and contingency-table releases.
+
+Histogram cells are disjoint, so adding or removing one person changes one count by one:
+the L1 sensitivity is 1 whatever the number of cells, and discrete Laplace noise of scale
+1/epsilon per cell gives epsilon-DP for the whole table (Dwork & Roth, example 3.2).
+
+Bin edges must be public: edges computed from the data (``bins="auto"``, or a number of bins
+without a ``range``, which numpy fills with the data's minimum and maximum) reveal the data,
+so they are refused. Each function counts the records in one compiled pass (threads over
+slabs, partial tables summed), charges the accountant, then noises the cells by chunk with
+one stream per chunk; for a given generator state the release is the same for any number of
+threads.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from . import _counting
+from . import noise as _noise
+from . import postprocess as _post
+from . import random as _random
+from . import validation as _v
+from .accountant import resolve_accountant
+
+__all__ = ["histogram", "histogramdd", "count_categories", "noisy_counts"]
+
+# Largest table a release may have (cells of int64).
+MAX_CELLS = 2**34
+# noisy_counts works through its input in blocks of this many cells (a multiple of the
+# kernels' chunk, so that block-wise and one-shot releases are identical).
+BLOCK = 1 << 22
+# ...and shows a progress bar (tqdm, if installed) past this many cells.
+PROGRESS_CELLS = 1 << 27
+
+
+def _leak_error(func, detail):
+    return ValueError(
+        f"{func} refuses data-dependent bin edges: {detail} The edges are published with "
+        "the counts, so edges computed from the data (its minimum, maximum or quantiles) "
+        "reveal it. Pass explicit edges, or a number of bins together with a public "
+        "range=(low, high).")
+
+
+def _axis(dtype, bins, rng_pair, func, bins_name="bins", range_name="range"):
+    """(edges, kind) for one axis, from public parameters only."""
+    if isinstance(bins, str):
+        raise _leak_error(func, f"{bins_name}={bins!r} chooses edges from the data.")
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, (bool, np.bool_)):
+        nbins = int(bins)
+        if nbins < 1:
+            raise ValueError(f"The {bins_name!r} parameter of {func} must be >= 1. "
+                             f"Got {bins!r} instead.")
+        if rng_pair is None:
+            raise _leak_error(func, f"{bins_name}={bins!r} without {range_name} would use "
+                              "the data's minimum and maximum.")
+        lo, hi = _range_pair(rng_pair, func, range_name)
+        edges = np.linspace(lo, hi, nbins + 1)
+        return edges, _uniform_kind(dtype, edges, lo, hi, nbins)
+    try:
+        edges = np.asarray(bins, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"The {bins_name!r} parameter of {func} must be an int or a "
+                        f"sequence of increasing edges. Got {bins!r} instead.") from None
+    if edges.ndim != 1 or edges.size < 2:
+        raise ValueError(f"The {bins_name!r} parameter of {func} must be an int or at least "
+                         f"two increasing edges. Got {bins!r} instead.")
+    if not np.isfinite(edges).all() or not (np.diff(edges) > 0).all():
+        raise ValueError(f"The {bins_name!r} parameter of {func} must be finite and strictly "
+                         f"increasing. Got {bins!r} instead.")
+    nbins = edges.size - 1
+    if np.array_equal(edges, np.linspace(edges[0], edges[-1], nbins + 1)):
+        return edges, _uniform_kind(dtype, edges, edges[0], edges[-1], nbins)
+    return edges, _counting.AXIS_SEARCH
+
+
+def _uniform_kind(dtype, edges, lo, hi, nbins):
+    """Integer arithmetic when integer data meets integral, equally spaced edges (exact and
+    fastest); else numpy's guess-and-correct on equal widths."""
+    width = (hi - lo) / nbins
+    if (np.issubdtype(dtype, np.integer) and lo == math.floor(lo) and width == math.floor(width)
+            and max(abs(lo), abs(hi)) < 2**53
+            and np.array_equal(edges, lo + width * np.arange(nbins + 1))):
+        return _counting.AXIS_INTEGER
+    return _counting.AXIS_UNIFORM
+
+
+def _range_pair(value, func, name):
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise TypeError(f"The {name!r} parameter of {func} must be a pair (low, high). "
+                        f"Got {value!r} instead.") from None
+    lo = _v.check_real(lo, name, func, low=-math.inf)
+    hi = _v.check_real(hi, name, func, low=-math.inf)
+    if not lo < hi:
+        raise ValueError(f"The {name!r} parameter of {func} must have low < high. "
+                         f"Got {value!r} instead.")
+    return lo, hi
+
+
+def _prepare(func, epsilon, accountant, rng, threads, postprocess):
+    """The shared arguments of a counting release, checked before anything happens."""
+    eps = _v.check_epsilon(epsilon, func)
+    scale = _v.check_mechanism_scale(1.0, eps, func, high=_noise.MAX_DISCRETE_SCALE)
+    acct = resolve_accountant(accountant, func)
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+    _check_postprocess(postprocess, func)
+    return eps, scale, acct, bitgen, nthreads
+
+
+def _check_postprocess(option, func):
+    if option is None or option in ("clip", "consistent") or callable(option):
+        return
+    raise ValueError(f"The 'postprocess' parameter of {func} must be None, 'clip', "
+                     f"'consistent' or a callable. Got {option!r} instead.")
+
+
+def _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total):
+    """Charge, noise the exact counts in place, post-process."""
+    acct.spend(eps, 0.0, label=func)
+    flat = counts.reshape(-1)
+    _noise._draw("discrete", scale, flat.shape, bitgen, nthreads, base=flat, out=flat)
+    return _post.apply(counts, postprocess, total=total)
+
+
+def histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None,
+              threads=None, postprocess=None, total=None):
+    """histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
+
+    An epsilon-DP histogram: exact counts plus discrete Laplace noise of scale 1/epsilon.
+
+    Parameters
+    ----------
+    data : array_like
+        Numeric records (flattened, as by ``numpy.histogram``). NaN or infinite values are
+        an error; values outside the edges are not counted.
+    bins : int or sequence of float
+        Number of equal-width bins over ``range``, or the bin edges (finite, increasing).
+        Strings such as ``"auto"`` are refused: they pick edges from the data.
+    epsilon : float
+        Privacy parameter, charged to the accountant before the noise is drawn.
+    range : (float, float), optional
+        Public lower and upper edge; required when ``bins`` is an int.
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`.
+    postprocess : {None, "clip", "consistent"} or callable, optional
+        Post-processing of the noisy counts (free under DP): ``"clip"`` sets negative counts
+        to 0; ``"consistent"`` returns non-negative integers summing to ``total``.
+    total : int, optional
+        Total for ``postprocess="consistent"`` (default: the clipped, rounded sum of the
+        noisy counts).
+
+    Returns
+    -------
+    counts : ndarray of int64
+    edges : ndarray of float64
+
+    Notes
+    -----
+    Semantics of edges as in ``numpy.histogram``: ``[e_i, e_{i+1})``, the last bin closed.
+    Accuracy: :func:`dpfast.max_error_bound` with ``k = len(counts)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfast as dp
+    >>> ages = np.array([23, 35, 35, 47, 52, 61, 70, 18])
+    >>> counts, edges = dp.histogram(ages, bins=4, range=(0, 100), epsilon=1.0,
+    ...                              accountant=dp.Accountant(), rng=0)
+    >>> counts.dtype, edges.tolist()
+    (dtype('int64'), [0.0, 25.0, 50.0, 75.0, 100.0])
+    """
+    func = "histogram"
+    eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
+                                                  postprocess)
+    records = _v.check_records(data, "data", func)
+    edges, kind = _axis(records.dtype, bins, range, func)
+    counts = _counting.count_1d(records, edges, kind, nthreads)
+    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total), edges
+
+
+def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
+                threads=None, postprocess=None, total=None):
+    """histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
+
+    An epsilon-DP contingency table of D-dimensional records.
+
+    Parameters
+    ----------
+    sample : (N, D) array_like, or a sequence of D arrays of length N
+        As for ``numpy.histogramdd``. NaN or infinite coordinates are an error.
+    bins : int, or sequence of D ints or edge arrays
+        Per-dimension numbers of bins (each with its public range) or edges.
+    range : sequence of D (low, high) pairs, optional
+        Required for every dimension whose bins are given as a number.
+    epsilon, accountant, rng, threads, postprocess, total
+        As for :func:`histogram`. One record is in one cell, so the sensitivity is 1.
+
+    Returns
+    -------
+    counts : ndarray of int64, shape (nbins_1, ..., nbins_D)
+    edges : list of D arrays
+
+    Examples
+    --------
+    >>> import numpy as np, dpfast as dp
+    >>> people = np.array([[30, 0], [41, 1], [52, 1], [67, 0]])
+    >>> table, edges = dp.histogramdd(people, bins=[4, 2], range=[(0, 100), (0, 2)],
+    ...                               epsilon=1.0, accountant=dp.Accountant(), rng=0)
+    >>> table.shape
+    (4, 2)
+    """
+    func = "histogramdd"
+    eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
+                                                  postprocess)
+    if isinstance(sample, (list, tuple)) and sample and np.ndim(sample[0]) == 1:
+        sample = np.stack([np.asarray(s) for s in sample], axis=1)
+    data, _ = _v.check_data(sample, "sample", func)
+    if data.ndim != 2:
+        raise ValueError(f"The 'sample' parameter of {func} must be an (N, D) array or a "
+                         f"sequence of D arrays. Got an array of shape {data.shape} instead.")
+    data = np.asarray(data, dtype=np.float64, order="C")
+    dims = data.shape[1]
+    per_dim_bins = [bins] * dims if isinstance(bins, numbers.Integral) else list(bins)
+    if len(per_dim_bins) != dims:
+        raise ValueError(f"The 'bins' parameter of {func} must give one entry per dimension "
+                         f"({dims}). Got {bins!r} instead.")
+    ranges = [None] * dims if range is None else list(range)
+    if len(ranges) != dims:
+        raise ValueError(f"The 'range' parameter of {func} must give one (low, high) pair per "
+                         f"dimension ({dims}). Got {range!r} instead.")
+    axes = [_axis(np.float64, b, r, func) for b, r in zip(per_dim_bins, ranges)]
+    shape = tuple(e.size - 1 for e, _ in axes)
+    if math.prod(shape) > MAX_CELLS:
+        raise ValueError(f"The table of {func} would have {math.prod(shape):,} cells, more "
+                         f"than {MAX_CELLS:,}; use dpfast.noisy_counts with out= for tables "
+                         "counted elsewhere.")
+    counts = _counting.count_nd(data, [e for e, _ in axes], [k for _, k in axes], nthreads)
+    counts = counts.reshape(shape)
+    released = _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
+    return released, [e for e, _ in axes]
+
+
+def _category_codes(values, categories, func):
+    """int64 code per value: its index in `categories`, or -1 for anything else."""
+    index = {c: i for i, c in enumerate(categories)}
+    if len(index) != len(categories):
+        raise ValueError(f"The 'categories' parameter of {func} must not repeat a category. "
+                         f"Got {list(categories)!r} instead.")
+    cat = getattr(values, "cat", None)           # a pandas Series of category dtype
+    if cat is not None:
+        values = values.array
+    if hasattr(values, "codes") and hasattr(values, "categories"):     # pandas Categorical
+        lut = np.array([index.get(c, -1) for c in values.categories] + [-1], dtype=np.int64)
+        codes = np.asarray(values.codes, dtype=np.int64)
+        return lut[codes]                        # code -1 (missing) reads the trailing -1
+    arr = np.asarray(values).reshape(-1)
+    if arr.dtype.kind == "O":
+        # Python objects (possibly None and strings mixed) cannot be sorted: look each up.
+        lookup = np.frompyfunc(lambda v: index.get(v, -1), 1, 1)
+        return lookup(arr).astype(np.int64) if arr.size else np.empty(0, dtype=np.int64)
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    lut = np.array([index.get(u.item() if hasattr(u, "item") else u, -1) for u in uniq],
+                   dtype=np.int64)
+    return lut[inverse.reshape(-1)] if uniq.size else np.empty(0, dtype=np.int64)
+
+
+def count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None,
+                     threads=None, postprocess=None, total=None):
+    """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
+
+    An epsilon-DP count of each category in a public list.
+
+    Parameters
+    ----------
+    values : array_like, pandas Series or Categorical
+        One categorical value per record. Missing values (None, NaN) are outside the
+        categories.
+    categories : sequence
+        The public list of categories (not taken from the data: a category that appears
+        only in the data would reveal that someone has it).
+    epsilon : float
+    other : bool, optional
+        Count values outside ``categories`` (and missing values) in one extra cell at the end.
+        By default such values are an error, raised before anything is charged.
+    accountant, rng, threads, postprocess, total
+        As for :func:`histogram`.
+
+    Returns
+    -------
+    ndarray of int64
+        ``len(categories)`` noisy counts, plus the "other" cell if requested.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> status = ["Married", "Never-married", "Married", "Divorced"]
+    >>> dp.count_categories(status, ["Married", "Never-married", "Divorced", "Widowed"],
+    ...                     epsilon=1.0, accountant=dp.Accountant(), rng=0).shape
+    (4,)
+    """
+    func = "count_categories"
+    eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
+                                                  postprocess)
+    if isinstance(categories, (str, bytes)) or not hasattr(categories, "__len__"):
+        raise TypeError(f"The 'categories' parameter of {func} must be a sequence of "
+                        f"categories. Got {categories!r} instead.")
+    categories = list(categories)
+    other = _v.check_bool(other, "other", func)
+    codes = _category_codes(values, categories, func)
+    ncat = len(categories)
+    unknown = np.flatnonzero(codes < 0)
+    if unknown.size and not other:
+        example = np.asarray(values, dtype=object).reshape(-1)[unknown[0]]
+        raise ValueError(f"The 'values' parameter of {func} has {unknown.size} value(s) "
+                         f"outside 'categories', e.g. {example!r}. Pass other=True to count "
+                         "them in an extra cell, or add them to the public category list.")
+    if unknown.size:
+        codes[unknown] = ncat
+    counts = _counting.count_codes(codes, ncat + bool(other), nthreads)
+    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
+
+
+def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None,
+                 threads=None, postprocess=None, progress=None):
+    """noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None)
+
+    Release counts computed elsewhere: each cell plus Laplace noise of scale
+    ``sensitivity / epsilon``.
+
+    Parameters
+    ----------
+    counts : array_like, any shape
+        Integer counts get discrete Laplace noise (int64 result); floating counts get grid
+        Laplace noise (float64 result, on the grid of :func:`dpfast.laplace_granularity`).
+        Negative counts are allowed; NaN and infinity are not.
+    epsilon : float
+    sensitivity : float, optional
+        L1 sensitivity of the whole table (1 for disjoint cells).
+    out : ndarray, optional
+        Where to write the release: same shape, C-contiguous, int64 or int32 for integer
+        counts (float64 for floating ones); may be ``counts`` itself or a ``numpy.memmap``.
+        The table is then processed in blocks of ``BLOCK`` cells, so memory stays bounded
+        whatever its size; the result equals a one-shot release for the same generator state.
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`.
+    postprocess : {None, "clip", "consistent"} or callable, optional
+        As for :func:`histogram`; with ``out=``, only ``"clip"`` (applied block by block).
+    progress : bool, optional
+        Show a progress bar (needs tqdm). Default: when tqdm is installed and the table has
+        more than ``PROGRESS_CELLS`` cells.
+
+    Returns
+    -------
+    ndarray
+        ``out`` if given, else a new int64 / float64 array of the shape of ``counts``.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfast as dp
+    >>> table = np.array([[120, 4], [0, 37]])
+    >>> dp.noisy_counts(table, epsilon=0.5, accountant=dp.Accountant(), rng=0).shape
+    (2, 2)
+    """
+    func = "noisy_counts"
+    eps = _v.check_epsilon(epsilon, func)
+    d = _v.check_sensitivity(sensitivity, func)
+    acct = resolve_accountant(accountant, func)
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+    _check_postprocess(postprocess, func)
+    if progress is not None:
+        progress = _v.check_bool(progress, "progress", func)
+    src = counts if isinstance(counts, np.ndarray) else np.asarray(counts)
+    if src.dtype.kind in "iu":
+        is_int = True
+    elif src.dtype.kind == "f":
+        is_int = False
+    else:
+        _v.check_data(src, "counts", func)       # raises the documented TypeError
+        is_int = src.dtype.kind in "iu"
+    if is_int:
+        scale = _v.check_mechanism_scale(d, eps, func, high=_noise.MAX_DISCRETE_SCALE)
+    else:
+        scale = _v.check_mechanism_scale(d, eps, func)
+    dst = _check_out(out, src, is_int, postprocess, func)
+    _check_counts_fit(src, dst, is_int, scale, func)
+
+    flat_in = src.reshape(-1) if src.flags.c_contiguous else None
+    flat_out = dst.reshape(-1)
+    n = flat_out.size
+    bar = _progress_bar(n, progress)          # a missing tqdm fails before the charge
+    acct.spend(eps, 0.0, label=func)
+    key = _random.draw_key(bitgen)
+    kind = "discrete" if is_int else "grid"
+    work = np.int64 if is_int else np.float64
+    # The kernels read int64/int32/float64 counts and write the same type straight into
+    # `out` (in place if it is `counts`); other combinations go through a working copy.
+    direct = flat_in is not None and flat_in.dtype == flat_out.dtype
+    try:
+        for start in range(0, n, BLOCK):
+            stop = min(start + BLOCK, n)
+            if direct:
+                base, dest = flat_in[start:stop], flat_out[start:stop]
+            else:
+                block = flat_in[start:stop] if flat_in is not None else src.flat[start:stop]
+                base = dest = np.array(block, dtype=work, copy=True)
+            _noise._fill(kind, scale, key, dest, nthreads, base=base,
+                         chunk0=start // _noise.CHUNK)
+            if postprocess == "clip":
+                np.maximum(dest, 0, out=dest)
+            if dest is not flat_out[start:stop] and not direct:
+                flat_out[start:stop] = dest
+            if bar is not None:
+                bar.update(stop - start)
+    finally:
+        if bar is not None:
+            bar.close()
+    if out is None and postprocess not in (None, "clip"):
+        return _post.apply(dst, postprocess)
+    return dst
+
+
+def _check_out(out, src, is_int, postprocess, func):
+    """The array the release goes to: a new one, or the caller's `out` once checked."""
+    if out is None:
+        return np.empty(src.shape, dtype=np.int64 if is_int else np.float64)
+    allowed = (np.int64, np.int32) if is_int else (np.float64,)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"The 'out' parameter of {func} must be a numpy array (or memmap). "
+                        f"Got {type(out).__name__} instead.")
+    if out.shape != src.shape or out.dtype.type not in allowed \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        names = " or ".join(np.dtype(t).name for t in allowed)
+        raise ValueError(f"The 'out' parameter of {func} must be a writeable C-contiguous "
+                         f"{names} array of shape {src.shape}. Got a {out.dtype} array of "
+                         f"shape {out.shape} (C-contiguous: {out.flags.c_contiguous}, "
+                         f"writeable: {out.flags.writeable}) instead.")
+    if postprocess not in (None, "clip"):
+        raise ValueError(f"The 'postprocess' parameter of {func} must be None or 'clip' when "
+                         f"out= is given (a consistent release needs the whole table in "
+                         f"memory: apply dpfast.postprocess to the result). Got "
+                         f"{postprocess!r} instead.")
+    return out
+
+
+def _check_counts_fit(src, dst, is_int, scale, func):
+    """Reject, block by block (bounded memory), counts that are NaN/inf or too large for
+    exact arithmetic, or for the destination once noise is added."""
+    if is_int:
+        # |K| <= t (c + 1100 ln 2) + 1 < 763.3 t + 1 (the sampler's deepest binade).
+        limit = 2**62 if dst.dtype == np.int64 else 2**31 - 1 - math.ceil(763.3 * scale + 1)
+        what = ("|counts| <= 2**62" if dst.dtype == np.int64 else
+                f"|counts| <= {limit} so that counts plus noise fit the int32 'out'")
+    else:
+        limit = 2.0**52 * _noise.laplace_granularity(scale)
+        what = f"finite |counts| <= {limit:g} (exact grid arithmetic)"
+    flat = src.reshape(-1) if src.flags.c_contiguous else None
+    n = src.size
+    for start in range(0, n, BLOCK):
+        block = flat[start:start + BLOCK] if flat is not None else src.flat[start:start + BLOCK]
+        lo, hi = block.min(), block.max()
+        bad = None
+        if not is_int and not (np.isfinite(lo) and np.isfinite(hi)):
+            bad = block[np.flatnonzero(~np.isfinite(block))[0]]
+        elif lo < -limit or hi > limit:
+            bad = lo if lo < -limit else hi
+        if bad is not None:
+            raise ValueError(f"The 'counts' parameter of {func} must have {what}. "
+                             f"Got {bad.item()!r} instead.")
+
+
+def _progress_bar(n, progress):
+    if progress is False or (progress is None and n <= PROGRESS_CELLS):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        if progress:
+            raise ImportError("progress=True needs tqdm: pip install tqdm") from None
+        return None
+    return tqdm(total=n, unit="cell", unit_scale=True, desc="noisy_counts")

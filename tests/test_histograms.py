@@ -1,0 +1,271 @@
+"""Histogram releases: exact counting, fused noise, accuracy, bad input, bounded memory."""
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpfast as dp
+from dpfast import _counting, histograms
+from dpfast.datasets import load_adult
+
+# At epsilon = 1e6 the noise scale is 1e-6, and |K| >= 1 would need U < exp(-1e6): beyond
+# the sampler's deepest binade (2^-1099), so these releases are the exact counts.
+EXACT = dict(epsilon=1e6)
+
+
+def acct():
+    return dp.Accountant()
+
+
+def rng_state(g):
+    return g.state["state"]["counter"], g.state["buffer_pos"]
+
+
+# -- counting is exact ---------------------------------------------------------------------
+def test_adult_known_counts_through_the_public_api():
+    train = load_adult("train")
+    counts, edges = dp.histogram(train["age"], bins=[0, 51, 200], accountant=acct(), **EXACT)
+    assert counts.tolist() == [32_561 - 6_460, 6_460]
+    everyone = load_adult("all")
+    cats = ["Married-civ-spouse", "Never-married", "Divorced", "Separated", "Widowed",
+            "Married-spouse-absent", "Married-AF-spouse"]
+    got = dp.count_categories(everyone["marital-status"], cats, accountant=acct(), **EXACT)
+    assert got.tolist() == [22_379, 16_117, 6_633, 1_530, 1_518, 628, 37]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.uint8, np.float64,
+                                   np.float32])
+@pytest.mark.parametrize("bins, rng_pair", [(10, (0, 100)), (7, (-3.5, 91.25)), (100, (0, 100)),
+                                            ([0, 1, 5, 17.5, 60, 99], None)])
+def test_counts_equal_numpy_histogram(dtype, bins, rng_pair):
+    gen = np.random.default_rng(1)
+    data = (gen.normal(50, 40, size=200_000)).astype(dtype)     # many values outside
+    # dpfast's edges are float64 whatever the data (numpy uses float32 edges for float32
+    # data); float32 values are compared exactly, as float64.
+    ref = data.astype(np.float64) if data.dtype == np.float32 else data
+    for threads in (1, 2):
+        got, edges = dp.histogram(data, bins=bins, range=rng_pair, accountant=acct(),
+                                  threads=threads, **EXACT)
+        want, want_edges = np.histogram(ref, bins=bins, range=rng_pair)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(edges, want_edges)
+
+
+def test_edges_and_last_bin_rules_match_numpy():
+    data = np.array([0.0, 0.1, 0.2, 0.3, 1.0, 1.0000001, -1e-300, 0.7, 0.9999999999999999])
+    got, _ = dp.histogram(data, bins=10, range=(0, 1), accountant=acct(), **EXACT)
+    np.testing.assert_array_equal(got, np.histogram(data, bins=10, range=(0, 1))[0])
+
+
+def test_histogramdd_equals_numpy():
+    gen = np.random.default_rng(2)
+    sample = gen.normal(size=(300_000, 3))
+    bins = [8, np.array([-3, -1, 0, 0.5, 4.0]), 5]
+    ranges = [(-2, 2), None, (-1, 3)]
+    got, edges = dp.histogramdd(sample, bins, range=ranges, accountant=acct(), **EXACT)
+    want, want_edges = np.histogramdd(sample, bins=[8, bins[1], 5],
+                                      range=[(-2, 2), (-3, 4), (-1, 3)])
+    np.testing.assert_array_equal(got, want)
+    for a, b in zip(edges, want_edges):
+        np.testing.assert_array_equal(a, b)
+    # A sequence of columns is accepted as in numpy.
+    cols = [sample[:, 0], sample[:, 2]]
+    got2, _ = dp.histogramdd(cols, [4, 4], range=[(-2, 2), (-1, 3)], accountant=acct(),
+                             **EXACT)
+    np.testing.assert_array_equal(got2, np.histogramdd(np.stack(cols, 1), bins=[4, 4],
+                                                       range=[(-2, 2), (-1, 3)])[0])
+
+
+def test_large_tables_use_shared_atomic_counts():
+    gen = np.random.default_rng(3)
+    codes = gen.integers(0, 3_000_000, size=2_000_000)
+    assert 3_000_000 > _counting.PRIVATE_CELLS
+    got = _counting.count_codes(codes, 3_000_000, 2)
+    np.testing.assert_array_equal(got, np.bincount(codes, minlength=3_000_000))
+
+
+# -- fused noise ---------------------------------------------------------------------------
+def test_release_is_counts_plus_discrete_laplace_and_thread_invariant():
+    gen = np.random.default_rng(4)
+    data = gen.integers(0, 1000, size=3_000_000)
+    exact = np.bincount(data, minlength=1000)
+    outs = [dp.histogram(data, bins=1000, range=(0, 1000), epsilon=0.5, accountant=acct(),
+                         rng=9, threads=t)[0] for t in (1, 2, 3)]
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+    np.testing.assert_array_equal(outs[0], exact + dp.discrete_laplace(2.0, 1000, rng=9))
+
+
+def test_accuracy_bound_holds_over_1000_releases():
+    # 1,000 releases of a 10,000-cell histogram at epsilon = 1: the max error may exceed
+    # max_error_bound(beta=0.05) in at most 5% of them. The exact exceedance probability of
+    # the bound is 3.2% here, so a count above 50 has probability 2e-3 for a random seed
+    # (binomial tail); this seed is fixed.
+    k, eps, beta = 10_000, 1.0, 0.05
+    bound = dp.max_error_bound(k, epsilon=eps, beta=beta)
+    data = np.random.default_rng(5).integers(0, k, size=200_000)
+    exact = np.bincount(data, minlength=k)
+    g = dp.ChaCha20(6)
+    noise = np.empty((1000, k), dtype=np.int64)
+    for r in range(1000):
+        noise[r] = dp.histogram(data, bins=k, range=(0, k), epsilon=eps, accountant=acct(),
+                                rng=g)[0] - exact
+    exceed = (np.abs(noise).max(axis=1) > bound).mean()
+    assert exceed <= beta
+    # The noise itself follows the discrete Laplace PMF: chi-square, false alarm 1e-4.
+    a = np.exp(-eps)
+    values, counts = np.unique(np.clip(noise, -12, 12), return_counts=True)
+    pmf = (1 - a) / (1 + a) * a ** np.abs(np.arange(-12, 13))
+    pmf[0] = pmf[-1] = a**12 / (1 + a)            # tails |K| >= 12 merged into the ends
+    assert values.tolist() == list(range(-12, 13))
+    expected = pmf / pmf.sum() * noise.size
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < stats.chi2.ppf(1 - 1e-4, df=len(values) - 1)
+
+
+def test_max_error_bound_values():
+    assert dp.max_error_bound(10_000, epsilon=1.0) == 12
+    assert dp.max_error_bound(1, epsilon=1e6) == 0
+    assert abs(dp.max_error_bound(10_000, epsilon=1.0, discrete=False)
+               - np.log(10_000 / 0.05)) < 1e-12
+    # Exactness: the tail at the bound is <= beta and one less would exceed it.
+    for k, eps, beta in [(1, 0.1, 0.05), (100, 0.5, 0.01), (10**6, 2.0, 0.2)]:
+        j = dp.max_error_bound(k, epsilon=eps, beta=beta)
+        a = np.exp(-eps)
+        exceed = lambda m: 1 - (1 - 2 * a ** (m + 1) / (1 + a)) ** k
+        assert exceed(j) <= beta < exceed(j - 1)
+    with pytest.raises(ValueError, match="'k'"):
+        dp.max_error_bound(0, epsilon=1.0)
+    with pytest.raises(ValueError, match="'beta'"):
+        dp.max_error_bound(5, epsilon=1.0, beta=1.0)
+
+
+# -- post-processing option ----------------------------------------------------------------
+def test_postprocess_options():
+    data = np.repeat(np.arange(50), np.arange(50) % 3)         # many tiny and empty cells
+    clipped, _ = dp.histogram(data, bins=50, range=(0, 50), epsilon=0.2, accountant=acct(),
+                              rng=1, postprocess="clip")
+    raw, _ = dp.histogram(data, bins=50, range=(0, 50), epsilon=0.2, accountant=acct(), rng=1)
+    np.testing.assert_array_equal(clipped, np.maximum(raw, 0))
+    cons, _ = dp.histogram(data, bins=50, range=(0, 50), epsilon=0.2, accountant=acct(),
+                           rng=1, postprocess="consistent", total=data.size)
+    assert (cons >= 0).all() and cons.sum() == data.size and cons.dtype == np.int64
+
+
+# -- noisy_counts ---------------------------------------------------------------------------
+def test_noisy_counts_blockwise_equals_one_shot(monkeypatch, tmp_path):
+    monkeypatch.setattr(histograms, "BLOCK", 1 << 17)           # several blocks, quickly
+    table = np.random.default_rng(7).integers(-5, 10**6, size=(700, 1000))
+    one_shot = dp.noisy_counts(table, epsilon=0.3, accountant=acct(), rng=11)
+    monkeypatch.setattr(histograms, "BLOCK", 1 << 16)
+    mm = np.lib.format.open_memmap(tmp_path / "t.npy", mode="w+", dtype=np.int32,
+                                   shape=table.shape)
+    mm[:] = table
+    res = dp.noisy_counts(mm, epsilon=0.3, out=mm, accountant=acct(), rng=11)
+    assert res is mm
+    np.testing.assert_array_equal(np.asarray(mm), one_shot)
+    in_place = table.copy()
+    dp.noisy_counts(in_place, epsilon=0.3, out=in_place, accountant=acct(), rng=11)
+    np.testing.assert_array_equal(in_place, one_shot)
+    np.testing.assert_array_equal(one_shot, table + dp.discrete_laplace(1 / 0.3, table.shape,
+                                                                        rng=11))
+
+
+def test_noisy_counts_float_and_thread_invariance():
+    table = np.linspace(0, 1000, 300_000).reshape(300, 1000)
+    outs = [dp.noisy_counts(table, epsilon=0.5, sensitivity=2.0, accountant=acct(), rng=3,
+                            threads=t) for t in (1, 2)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    g = dp.laplace_granularity(4.0)
+    assert outs[0].dtype == np.float64 and (outs[0] / g == np.round(outs[0] / g)).all()
+
+
+def test_noisy_counts_allows_negative_and_rejects_nan_without_spending():
+    a = acct()
+    g = dp.ChaCha20(1)
+    dp.noisy_counts(np.array([-3, 0, 7]), epsilon=1.0, accountant=a, rng=g)
+    spent, state = a.spent, rng_state(g)
+    for bad in (np.array([1.0, np.nan]), np.array([np.inf]), np.array(["a"]),
+                np.array([2**63 - 1])):
+        with pytest.raises((ValueError, TypeError)):
+            dp.noisy_counts(bad, epsilon=1.0, accountant=a, rng=g)
+    out32 = np.zeros(2, dtype=np.int32)
+    with pytest.raises(ValueError, match="int32"):
+        dp.noisy_counts(np.array([2**31 - 10, 0]), epsilon=1.0, out=out32, accountant=a, rng=g)
+    with pytest.raises(ValueError, match="'out'"):
+        dp.noisy_counts(np.array([1, 2]), epsilon=1.0, out=np.zeros(3, dtype=np.int64),
+                        accountant=a, rng=g)
+    with pytest.raises(ValueError, match="'postprocess'"):
+        dp.noisy_counts(np.array([1, 2]), epsilon=1.0, out=np.zeros(2, dtype=np.int64),
+                        postprocess="consistent", accountant=a, rng=g)
+    assert a.spent == spent and rng_state(g) == state
+
+
+# -- refusals: data-dependent edges, bad data, unknown categories -------------------------
+BAD_CALLS = [
+    (lambda a, g: dp.histogram([1.0, np.nan], bins=2, range=(0, 2), epsilon=1.0, accountant=a,
+                               rng=g), ValueError, "'data'"),
+    (lambda a, g: dp.histogram([1.0, 2.0], bins="auto", epsilon=1.0, accountant=a, rng=g),
+     ValueError, "data-dependent"),
+    (lambda a, g: dp.histogram([1.0, 2.0], bins=5, epsilon=1.0, accountant=a, rng=g),
+     ValueError, "range"),
+    (lambda a, g: dp.histogram([1, 2], bins=5, epsilon=1.0, accountant=a, rng=g),
+     ValueError, "range"),
+    (lambda a, g: dp.histogram([1, 2], bins=[0, 2, 1], epsilon=1.0, accountant=a, rng=g),
+     ValueError, "increasing"),
+    (lambda a, g: dp.histogram([1, 2], bins=2, range=(3, 3), epsilon=1.0, accountant=a,
+                               rng=g), ValueError, "low < high"),
+    (lambda a, g: dp.histogram([1, 2], bins=2, range=(0, 3), epsilon=0.0, accountant=a,
+                               rng=g), ValueError, "'epsilon'"),
+    (lambda a, g: dp.histogram(["x"], bins=2, range=(0, 3), epsilon=1.0, accountant=a, rng=g),
+     TypeError, "'data'"),
+    (lambda a, g: dp.histogram([1, 2], bins=2, range=(0, 3), epsilon=1.0, accountant=a, rng=g,
+                               postprocess="round"), ValueError, "'postprocess'"),
+    (lambda a, g: dp.histogramdd(np.zeros((3, 2)), 4, epsilon=1.0, accountant=a, rng=g),
+     ValueError, "range"),
+    (lambda a, g: dp.histogramdd(np.zeros((3, 2)), [4, 4, 4], range=[(0, 1)] * 3, epsilon=1.0,
+                                 accountant=a, rng=g), ValueError, "'bins'"),
+    (lambda a, g: dp.histogramdd(np.array([[0.0, np.nan]]), 4, range=[(0, 1)] * 2,
+                                 epsilon=1.0, accountant=a, rng=g), ValueError, "'sample'"),
+    (lambda a, g: dp.count_categories(["a", "zz"], ["a", "b"], epsilon=1.0, accountant=a,
+                                      rng=g), ValueError, "'zz'"),
+    (lambda a, g: dp.count_categories(["a"], ["a", "a"], epsilon=1.0, accountant=a, rng=g),
+     ValueError, "repeat"),
+    (lambda a, g: dp.count_categories(["a"], "ab", epsilon=1.0, accountant=a, rng=g),
+     TypeError, "'categories'"),
+]
+
+
+@pytest.mark.parametrize("call, exc, text", BAD_CALLS)
+def test_bad_input_raises_before_anything_is_spent(call, exc, text):
+    a = acct()
+    a.spend(0.25)
+    g = dp.ChaCha20(2)
+    state = rng_state(g)
+    with pytest.raises(exc, match=text):
+        call(a, g)
+    assert a.spent == (0.25, 0.0) and len(a) == 1
+    assert rng_state(g) == state
+
+
+def test_categories_other_cell_and_pandas():
+    vals = ["a", "b", "zz", "a", None]
+    got = dp.count_categories(vals, ["a", "b"], other=True, accountant=acct(), **EXACT)
+    assert got.tolist() == [2, 1, 2]
+    pd = pytest.importorskip("pandas")
+    ser = pd.Series(["x", "y", "x", "w"], dtype="category")
+    got = dp.count_categories(ser, ["y", "x", "q"], other=True, accountant=acct(), **EXACT)
+    assert got.tolist() == [1, 2, 0, 1]
+
+
+def test_progress_bar_is_optional(monkeypatch, capsys):
+    table = np.arange(10, dtype=np.int64)
+    pytest.importorskip("tqdm")
+    dp.noisy_counts(table, epsilon=1.0, accountant=acct(), rng=1, progress=True)
+    assert "cell" in capsys.readouterr().err           # the bar was drawn on stderr
+    monkeypatch.setitem(__import__("sys").modules, "tqdm", None)
+    a = acct()
+    with pytest.raises(ImportError, match="tqdm"):
+        dp.noisy_counts(table, epsilon=1.0, accountant=a, rng=1, progress=True)
+    assert a.spent == (0.0, 0.0)
+    # Without tqdm and without asking, the release simply runs without a bar.
+    dp.noisy_counts(table, epsilon=1.0, accountant=acct(), rng=1)
