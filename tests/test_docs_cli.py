@@ -16,7 +16,8 @@ from dpfast.datasets import load_adult
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["dpfast._chacha", "dpfast.accountant", "dpfast.mechanisms", "dpfast.noise",
-           "dpfast.random", "dpfast.datasets"]
+           "dpfast.random", "dpfast.datasets", "dpfast.histograms", "dpfast.postprocess",
+           "dpfast.accuracy"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -35,7 +36,8 @@ def test_every_public_function_has_a_numpydoc_docstring():
 
 
 @pytest.mark.parametrize("stub, module", [("_chacha.pyi", "dpfast._chacha"),
-                                          ("_sampling.pyi", "dpfast._sampling")])
+                                          ("_sampling.pyi", "dpfast._sampling"),
+                                          ("_counting.pyi", "dpfast._counting")])
 def test_type_stubs_match_compiled_modules(stub, module):
     text = (ROOT / "src" / "dpfast" / stub).read_text()
     declared = set(re.findall(r"^(?:def|class) (\w+)", text, flags=re.M))
@@ -109,6 +111,22 @@ def test_readme_example_runs(capsys):
     assert float(mean_income) / g == round(float(mean_income) / g)
     assert remaining.strip() == "(0.0, 0.0)"
     assert namespace["noise"].shape == (10**7,)
+
+
+def test_readme_table_example_runs(tmp_path, monkeypatch):
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    cells = np.lib.format.open_memmap("cells.npy", mode="w+", dtype=np.int32, shape=(1000,))
+    cells[:] = np.arange(1000)
+    del cells
+    namespace = {"np": np, "dp": dp}
+    exec(compile(blocks[1], "README.md", "exec"), namespace)
+    assert namespace["counts"].shape == (8,) and (namespace["table"] >= 0).all()
+    assert namespace["bound"] == dp.max_error_bound(8, epsilon=1.0)
+    released = np.load("cells.npy")
+    assert released.dtype == np.int32 and not np.array_equal(released, np.arange(1000))
 
 
 def test_readme_opens_with_the_two_ci_commands():
