@@ -61,6 +61,14 @@ cdef void _run(const uint32_t[::1] key, const dpf_job *job, void *out, Py_ssize_
             dpf_fill_chunk(&key[0], c, job, out, n)
 
 
+cdef int _attach(dpf_job *job, const void *base, Py_ssize_t n_base, Py_ssize_t n_out) except -1:
+    """Point the job at its base array (the values the noise is added to)."""
+    if n_base != n_out:
+        raise ValueError("base and out differ in length")
+    job.base = base if n_base else NULL
+    return 0
+
+
 cdef dpf_job _job(int mode, double t, uint64_t chunk0):
     cdef dpf_job job
     job.mode = mode
@@ -88,10 +96,7 @@ def fill_discrete_laplace(const uint32_t[::1] key, int64_t[::1] out, double t,
     with parameter t; chunk0 as for fill_uniform."""
     cdef dpf_job job = _job(DPF_MODE_DLAP_INT, t, chunk0)
     if base is not None:
-        if base.shape[0] != out.shape[0]:
-            raise ValueError("base and out differ in length")
-        if base.shape[0]:
-            job.base = &base[0]
+        _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
         _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
 
@@ -102,10 +107,7 @@ def fill_discrete_laplace_i32(const uint32_t[::1] key, int32_t[::1] out, double 
     and narrowed; the caller guarantees that the sums fit int32."""
     cdef dpf_job job = _job(DPF_MODE_DLAP_I32, t, chunk0)
     if base is not None:
-        if base.shape[0] != out.shape[0]:
-            raise ValueError("base and out differ in length")
-        if base.shape[0]:
-            job.base = &base[0]
+        _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
         _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
 
@@ -118,10 +120,7 @@ def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double
     job.g = g
     job.ginv = 1.0 / g
     if base is not None:
-        if base.shape[0] != out.shape[0]:
-            raise ValueError("base and out differ in length")
-        if base.shape[0]:
-            job.base = &base[0]
+        _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
         _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
 

@@ -97,31 +97,23 @@ void dpf_count_f64(const double *x, size_t n, const dpf_axis *axis, int64_t *cou
     DPF_COUNT_BODY(dpf_bin(&a, x[j]))
 }
 
-void dpf_count_i64(const int64_t *x, size_t n, const dpf_axis *axis, int64_t *counts,
-                   int atomic)
-{
-    const dpf_axis a = *axis;
-    if (a.kind == DPF_AXIS_INTEGER && a.width == 1) {
-        DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, x[j]))
-    } else if (a.kind == DPF_AXIS_INTEGER) {
-        DPF_COUNT_BODY(dpf_bin_int(&a, x[j]))
-    } else {
-        DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))
+/* Integer records: exact integer binning on integer axes, else compared as doubles (as
+ * numpy does). One definition per record type. */
+#define DPF_DEFINE_COUNT_INT(NAME, T)                                                       \
+    void NAME(const T *x, size_t n, const dpf_axis *axis, int64_t *counts, int atomic)      \
+    {                                                                                       \
+        const dpf_axis a = *axis;                                                           \
+        if (a.kind == DPF_AXIS_INTEGER && a.width == 1) {                                   \
+            DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, x[j]))                                \
+        } else if (a.kind == DPF_AXIS_INTEGER) {                                            \
+            DPF_COUNT_BODY(dpf_bin_int(&a, x[j]))                                           \
+        } else {                                                                            \
+            DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))                                       \
+        }                                                                                   \
     }
-}
 
-void dpf_count_i32(const int32_t *x, size_t n, const dpf_axis *axis, int64_t *counts,
-                   int atomic)
-{
-    const dpf_axis a = *axis;
-    if (a.kind == DPF_AXIS_INTEGER && a.width == 1) {
-        DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, x[j]))
-    } else if (a.kind == DPF_AXIS_INTEGER) {
-        DPF_COUNT_BODY(dpf_bin_int(&a, x[j]))
-    } else {
-        DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))
-    }
-}
+DPF_DEFINE_COUNT_INT(dpf_count_i64, int64_t)
+DPF_DEFINE_COUNT_INT(dpf_count_i32, int32_t)
 
 void dpf_count_codes(const int64_t *codes, size_t n, int64_t ncells, int64_t *counts,
                      int atomic)
