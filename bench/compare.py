@@ -1,7 +1,8 @@
 """Side-by-side throughput of dpfast and numpy, measured in one run.
 
-    python bench/compare.py [--suite sampling|histogram|all] [--n 10000000]
-                            [--records 100000000] [--repeats 9] [--markdown]
+    python bench/compare.py [--suite sampling|histogram|selection|all] [--n 10000000]
+                            [--records 100000000] [--candidates 1000000 10000000]
+                            [--repeats 9] [--markdown]
 
 Prints ns per item (median over repeats, cases interleaved so that machine noise hits all of
 them alike) and the ratio baseline-time / dpfast-time ("x faster") for:
@@ -9,7 +10,10 @@ them alike) and the ratio baseline-time / dpfast-time ("x faster") for:
   Generator.laplace, and dp.discrete_laplace, at 1 and 2 threads;
 - histogram: --records integer-coded records into 1,000 bins, fused dp.histogram (count +
   noise) vs np.histogram alone (no noise) and vs np.bincount + Generator.laplace, and
-  diffprivlib's tools.histogram if it is installed.
+  diffprivlib's tools.histogram if it is installed;
+- selection: --candidates utilities, dp.exponential_mechanism vs numpy's exp/normalise/
+  choice, Gumbel and exponential-noise dp.report_noisy_max vs numpy's argmax(u + gumbel),
+  and OpenDP's noisy max if it is installed.
 numpy's samplers and counting are single-threaded.
 """
 import argparse
@@ -101,6 +105,45 @@ def histogram_cases(records):
     return out
 
 
+def selection_cases(n):
+    """Selection over n candidates: dpfast against numpy's naive versions (and OpenDP's
+    noisy max if installed)."""
+    u = np.random.default_rng(11).normal(size=n) * 3.0
+    gen = np.random.Generator(np.random.PCG64(12))
+    acct = dp.Accountant()
+    cha = dp.ChaCha20(13)
+
+    def naive_em():
+        # exp / normalise / choice: what a numpy user writes for the exponential mechanism.
+        p = np.exp((u - u.max()) * 0.5)
+        p /= p.sum()
+        return gen.choice(n, p=p)
+
+    out = [
+        ("numpy exp/normalise/choice", 1, None, naive_em),
+        ("numpy argmax(u + gumbel)", 1, None,
+         lambda: np.argmax(u * 0.5 + gen.gumbel(size=n))),
+    ]
+    try:
+        import opendp.prelude as odp
+        odp.enable_features("contrib")
+        space = (odp.vector_domain(odp.atom_domain(T=float, nan=False)),
+                 odp.linf_distance(T=float))
+        meas = space >> odp.then_noisy_max(optimize="max", scale=2.0)
+        out.append(("OpenDP noisy_max", 1, None, lambda: meas(u.tolist())))
+    except Exception:           # not installed, or an API this script does not know
+        pass
+    for threads in (1, 2):
+        out.append(("dp.exponential_mechanism", threads, "numpy exp/normalise/choice",
+                    lambda t=threads: dp.exponential_mechanism(u, epsilon=1.0, accountant=acct,
+                                                               rng=cha, threads=t)))
+        for noise in ("gumbel", "exponential"):
+            out.append((f"dp.report_noisy_max {noise}", threads, "numpy argmax(u + gumbel)",
+                        lambda t=threads, z=noise: dp.report_noisy_max(
+                            u, epsilon=1.0, noise=z, accountant=acct, rng=cha, threads=t)))
+    return out
+
+
 def reps_of(name, n):
     """Items one call of the case handles."""
     return max(1, n // 2**16) * 2**16 if "2^16/call" in name else n
@@ -128,7 +171,9 @@ def measure(todo, n, repeats):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--suite", choices=["sampling", "histogram", "all"], default="all")
+    p.add_argument("--suite", choices=["sampling", "histogram", "selection", "all"],
+                   default="all")
+    p.add_argument("--candidates", type=int, nargs="+", default=[10**6, 10**7])
     p.add_argument("--n", type=int, default=10**7)
     p.add_argument("--records", type=int, default=10**8)
     p.add_argument("--repeats", type=int, default=9)
@@ -148,6 +193,12 @@ def main(argv=None):
         print(f"{args.records:,} integer-coded records into 1,000 bins, epsilon 1; ns/record, "
               f"median of {args.repeats} interleaved repeats\n")
         report(rows, args.markdown)
+    if args.suite in ("selection", "all"):
+        for n in args.candidates:
+            rows = measure(selection_cases(n), n, args.repeats)
+            print(f"\nselection over {n:,} candidates, epsilon 1; ns/candidate, median of "
+                  f"{args.repeats} interleaved repeats\n")
+            report(rows, args.markdown)
 
 
 def report(rows, markdown):

@@ -16,6 +16,7 @@ from dpfast.datasets import load_adult
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["dpfast._chacha", "dpfast.accountant", "dpfast.mechanisms", "dpfast.noise",
+           "dpfast.selection",
            "dpfast.random", "dpfast.datasets", "dpfast.histograms", "dpfast.postprocess",
            "dpfast.accuracy"]
 
@@ -145,3 +146,15 @@ def test_demo_bad_arguments_give_a_message_not_a_traceback(argv, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "error" in err and "Traceback" not in err
+
+
+def test_readme_selection_example_runs():
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    namespace = {"np": np, "dp": dp}
+    exec(compile(blocks[2], "README.md", "exec"), namespace)
+    assert namespace["best"] in range(4) and namespace["pick"] in range(4)
+    assert namespace["name"] in ("football", "basketball", "hockey", "curling")
+    assert len(set(namespace["top2"].tolist())) == 2
+    assert namespace["gap"] == dp.exponential_mechanism_utility_gap(4, epsilon=1.0,
+                                                                   monotonic=True)

@@ -227,7 +227,7 @@ BAD_CALLS = [
     (lambda a, g: dp.histogramdd(np.array([[0.0, np.nan]]), 4, range=[(0, 1)] * 2,
                                  epsilon=1.0, accountant=a, rng=g), ValueError, "'sample'"),
     (lambda a, g: dp.count_categories(["a", "zz"], ["a", "b"], epsilon=1.0, accountant=a,
-                                      rng=g), ValueError, "'zz'"),
+                                      rng=g), ValueError, "record 1"),
     (lambda a, g: dp.count_categories(["a"], ["a", "a"], epsilon=1.0, accountant=a, rng=g),
      ValueError, "repeat"),
     (lambda a, g: dp.count_categories(["a"], "ab", epsilon=1.0, accountant=a, rng=g),
@@ -269,3 +269,63 @@ def test_progress_bar_is_optional(monkeypatch, capsys):
     assert a.spent == (0.0, 0.0)
     # Without tqdm and without asking, the release simply runs without a bar.
     dp.noisy_counts(table, epsilon=1.0, accountant=acct(), rng=1)
+
+
+# -- regressions from review -----------------------------------------------------------------
+@pytest.mark.parametrize("total", [-1, "abc", 2**60, 1.5])
+def test_bad_total_is_refused_before_the_charge(total):
+    a = acct()
+    with pytest.raises((ValueError, TypeError), match="'total'"):
+        dp.histogram([1, 2, 3], bins=3, range=(0, 3), epsilon=1.0, accountant=a, rng=1,
+                     postprocess="consistent", total=total)
+    with pytest.raises(ValueError, match="'total'"):
+        dp.histogram([1, 2, 3], bins=3, range=(0, 3), epsilon=1.0, accountant=a, rng=1,
+                     total=3)                        # total without a consistent release
+    assert a.spent == (0.0, 0.0)
+
+
+def test_extreme_ranges_and_subnormal_edges():
+    a = acct()
+    with pytest.raises(ValueError, match="finite"):
+        dp.histogram([0.0], bins=4, range=(-1e308, 1e308), epsilon=1.0, accountant=a, rng=1)
+    assert a.spent == (0.0, 0.0)
+    data = np.array([0.0] * 1000 + [5e-324] * 2000)
+    got, _ = dp.histogram(data, bins=[0, 5e-324, 1e-323], accountant=a, **EXACT)
+    np.testing.assert_array_equal(got, np.histogram(data, bins=[0, 5e-324, 1e-323])[0])
+
+
+def test_overlapping_out_is_refused_and_separate_mappings_work(tmp_path):
+    buf = np.arange(1000, dtype=np.int64)
+    a = acct()
+    with pytest.raises(ValueError, match="overlaps"):
+        dp.noisy_counts(buf[:-1], epsilon=1.0, out=buf[1:], accountant=a, rng=1)
+    assert a.spent == (0.0, 0.0)
+    # Two mappings of one file (read and write): the same cells, so a correct release.
+    path = tmp_path / "c.npy"
+    np.save(path, np.arange(200_000, dtype=np.int64))
+    src = np.load(path, mmap_mode="r")
+    dst = np.load(path, mmap_mode="r+")
+    want = np.arange(200_000) + dp.discrete_laplace(1.0, 200_000, rng=5)
+    dp.noisy_counts(src, epsilon=1.0, out=dst, accountant=a, rng=5)
+    np.testing.assert_array_equal(np.load(path), want)
+
+
+def test_object_integer_counts_get_integer_noise():
+    got = dp.noisy_counts(np.array([1, 2], dtype=object), epsilon=1.0, accountant=acct(), rng=1)
+    assert got.dtype == np.int64
+
+
+def test_unordered_categories_and_large_scale_int32_out_are_refused():
+    with pytest.raises(TypeError, match="ordered"):
+        dp.count_categories(["a"], {"a", "b"}, epsilon=1.0, accountant=acct(), rng=1)
+    with pytest.raises(ValueError, match="int32"):
+        dp.noisy_counts(np.array([1], dtype=np.int32), epsilon=1e-7,
+                        out=np.zeros(1, dtype=np.int32), accountant=acct(), rng=1)
+
+
+def test_histogramdd_one_dimensional_sample_and_range_message():
+    x = np.random.default_rng(3).normal(size=1000)
+    got, _ = dp.histogramdd(x, 5, range=[(-2, 2)], accountant=acct(), **EXACT)
+    np.testing.assert_array_equal(got, np.histogramdd(x, 5, range=[(-2, 2)])[0])
+    with pytest.raises(ValueError, match="per dimension"):
+        dp.histogramdd(np.zeros((3, 2)), 2, range=(0, 4), epsilon=1.0, accountant=acct())

@@ -18,6 +18,13 @@ from .noise import (
     uniform,
 )
 from .random import default_rng
+from .selection import (
+    exponential_mechanism,
+    exponential_mechanism_utility_gap,
+    permute_and_flip,
+    report_noisy_max,
+    top_k,
+)
 
 __version__ = "0.1.0"
 
@@ -28,6 +35,8 @@ __all__ = [
     "count_categories",
     "default_accountant",
     "default_rng",
+    "exponential_mechanism",
+    "exponential_mechanism_utility_gap",
     "discrete_laplace",
     "histogram",
     "histogramdd",
@@ -37,6 +46,9 @@ __all__ = [
     "laplace_privacy_loss",
     "max_error_bound",
     "noisy_counts",
+    "permute_and_flip",
     "postprocess",
+    "report_noisy_max",
+    "top_k",
     "uniform",
 ]

@@ -36,8 +36,8 @@ AXIS_SEARCH = DPF_AXIS_SEARCH
 AXIS_UNIFORM = DPF_AXIS_UNIFORM
 AXIS_INTEGER = DPF_AXIS_INTEGER
 
-# Tables up to this many cells get a private copy per thread; larger ones are shared.
-PRIVATE_CELLS = 1 << 20
+# Up to this many cells in all, each thread gets a private table; beyond, one shared table.
+PRIVATE_CELLS = 1 << 21
 # Below this many records one thread is faster than starting more.
 MIN_PARALLEL_RECORDS = 1 << 16
 
@@ -77,13 +77,14 @@ cdef cnp.ndarray _count(int src, cnp.ndarray data, size_t n, size_t d, const dpf
         with nogil:
             _count_slab(src, ptr, 0, n, d, axes, strides, ncells, out, 0)
         return counts
-    if ncells <= PRIVATE_CELLS:
-        partial = np.zeros((nt, ncells), dtype=np.int64)
+    cdef Py_ssize_t row = (ncells + 7) // 8 * 8   # rows on separate cache lines
+    if nt * row <= PRIVATE_CELLS:
+        partial = np.zeros((nt, row), dtype=np.int64)
         part = <int64_t *>cnp.PyArray_DATA(partial)
         for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
             _count_slab(src, ptr, n * t // nt, n * (t + 1) // nt, d, axes, strides, ncells,
-                        part + t * ncells, 0)
-        return partial.sum(axis=0)
+                        part + t * row, 0)
+        return partial[:, :ncells].sum(axis=0)
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
         _count_slab(src, ptr, n * t // nt, n * (t + 1) // nt, d, axes, strides, ncells,
                     out, 1)

@@ -39,6 +39,23 @@ cdef extern from "sampling.h":
     double dpf_uniform_from_bits(uint64_t w, uint64_t n0) nogil
     void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
                               double *rest) nogil
+    ctypedef struct dpf_select_job:
+        int noise
+        double umax
+        double inv_scale
+        uint64_t chunk0
+    enum:
+        DPF_NOISE_LAPLACE
+        DPF_NOISE_EXPONENTIAL
+        DPF_NOISE_GUMBEL
+    void dpf_select_chunk(const uint32_t *key, uint64_t chunk, const dpf_select_job *job,
+                          const double *u, size_t n_total, double *scores_out,
+                          int64_t *best_idx, double *best_val) nogil
+    double dpf_sum_exp(const double *u, size_t n, double umax, double a) nogil
+    int64_t dpf_find_exp(const double *u, size_t n, double umax, double a,
+                         double target) nogil
+    double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind) nogil
+    double dpf_exp_nonpos_shim(double x) nogil
     const char *dpf_sampling_impl()
     const char *dpf_chacha_impl()
     int dpf_chacha_set_impl(const char *name)
@@ -46,6 +63,9 @@ cdef extern from "sampling.h":
     int dpf_sampling_set_impl(const char *name)
 
 CHUNK = DPF_CHUNK
+NOISE_LAPLACE = DPF_NOISE_LAPLACE
+NOISE_EXPONENTIAL = DPF_NOISE_EXPONENTIAL
+NOISE_GUMBEL = DPF_NOISE_GUMBEL
 MAX_EXTRA_WORDS = DPF_MAX_EXTRA_WORDS
 
 
@@ -123,6 +143,101 @@ def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double
         _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
         _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+def noisy_argmax(const uint32_t[::1] key, const double[::1] u, int noise, double umax,
+                 double inv_scale, int threads, double[::1] scores_out=None):
+    """Index of the largest (u_i - umax) * inv_scale + N_i, N_i unit noise of the given kind
+    (lowest index on ties; -1 if every score is -inf). Chunk c uses streams 2c and 2c+1
+    under key; chunk winners are combined in chunk order, so threads do not matter. With
+    scores_out, the noisy scores are written there too."""
+    cdef Py_ssize_t n = u.shape[0]
+    cdef Py_ssize_t nchunks = (n + DPF_CHUNK - 1) // DPF_CHUNK
+    cdef Py_ssize_t c
+    cdef dpf_select_job job
+    cdef double *so = NULL
+    if scores_out is not None:
+        if scores_out.shape[0] != n:
+            raise ValueError("scores_out and u differ in length")
+        so = &scores_out[0] if n else NULL
+    job.noise = noise
+    job.umax = umax
+    job.inv_scale = inv_scale
+    job.chunk0 = 0
+    idx = np.full(max(nchunks, 1), -1, dtype=np.int64)
+    val = np.full(max(nchunks, 1), -np.inf)
+    cdef int64_t[::1] bi = idx
+    cdef double[::1] bv = val
+    if n == 0:
+        return -1
+    with nogil:
+        if nchunks == 1 or threads <= 1:
+            for c in range(nchunks):
+                dpf_select_chunk(&key[0], c, &job, &u[0], n, so, &bi[c], &bv[c])
+        else:
+            for c in prange(nchunks, num_threads=threads, schedule="static"):
+                dpf_select_chunk(&key[0], c, &job, &u[0], n, so, &bi[c], &bv[c])
+    best = int(np.argmax(val))          # first maximum: the lowest chunk wins a tie
+    return int(idx[best]) if val[best] > -np.inf else -1
+
+
+def sum_exp_chunks(const double[::1] u, double umax, double a, int threads):
+    """Per-chunk sums of exp((u_i - umax) * a), chunks of CHUNK elements in index order."""
+    cdef Py_ssize_t n = u.shape[0]
+    cdef Py_ssize_t nchunks = (n + DPF_CHUNK - 1) // DPF_CHUNK
+    cdef Py_ssize_t c, lo, hi
+    out = np.zeros(nchunks, dtype=np.float64)
+    cdef double[::1] o = out
+    if nchunks == 0:
+        return out
+    with nogil:
+        if nchunks == 1 or threads <= 1:
+            for c in range(nchunks):
+                lo = c * DPF_CHUNK
+                hi = min(n, lo + DPF_CHUNK)
+                o[c] = dpf_sum_exp(&u[lo], hi - lo, umax, a)
+        else:
+            for c in prange(nchunks, num_threads=threads, schedule="static"):
+                lo = c * DPF_CHUNK
+                hi = min(n, lo + DPF_CHUNK)
+                o[c] = dpf_sum_exp(&u[lo], hi - lo, umax, a)
+    return out
+
+
+def find_exp(const double[::1] u, Py_ssize_t lo, Py_ssize_t hi, double umax, double a,
+             double target):
+    """Index in [lo, hi) where the running sum of exp((u_i - umax) * a) first exceeds
+    target (the last positive weight if rounding leaves it unreached; -1 if none)."""
+    cdef int64_t i
+    if not 0 <= lo <= hi <= u.shape[0]:
+        raise ValueError("bad range")
+    if hi == lo:
+        return -1
+    with nogil:
+        i = dpf_find_exp(&u[lo], hi - lo, umax, a, target)
+    return -1 if i < 0 else lo + i
+
+
+def select_noise_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, int kind):
+    """Unit selection noise the kernel derives from each word (test shim)."""
+    cdef Py_ssize_t i, n = _paired(words, n0)
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    with nogil:
+        for i in range(n):
+            o[i] = dpf_select_noise_from_bits(words[i], n0[i], kind)
+    return out
+
+
+def exp_nonpos(const double[::1] x):
+    """The kernel's exp on x <= 0 (test shim)."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(x.shape[0]):
+            o[i] = dpf_exp_nonpos_shim(x[i])
+    return out
 
 
 def dlap_params(double t):

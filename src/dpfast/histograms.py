@@ -13,6 +13,7 @@ threads.
 """
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -54,8 +55,16 @@ def _axis(dtype, bins, rng_pair, func, bins_name="bins", range_name="range"):
         if rng_pair is None:
             raise _leak_error(func, f"{bins_name}={bins!r} without {range_name} would use "
                               "the data's minimum and maximum.")
+        if nbins > MAX_CELLS:
+            raise ValueError(f"The {bins_name!r} parameter of {func} must be at most "
+                             f"{MAX_CELLS:,}. Got {bins!r} instead.")
         lo, hi = _range_pair(rng_pair, func, range_name)
-        edges = np.linspace(lo, hi, nbins + 1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            edges = np.linspace(lo, hi, nbins + 1)
+        if not (np.isfinite(edges).all() and (np.diff(edges) > 0).all()):
+            raise ValueError(f"The {range_name!r} and {bins_name!r} parameters of {func} must "
+                             f"give finite, strictly increasing edges (too wide a range or "
+                             f"too many bins). Got range={rng_pair!r}, bins={bins!r} instead.")
         return edges, _uniform_kind(dtype, edges, lo, hi, nbins)
     try:
         edges = np.asarray(bins, dtype=np.float64)
@@ -78,6 +87,10 @@ def _uniform_kind(dtype, edges, lo, hi, nbins):
     """Integer arithmetic when integer data meets integral, equally spaced edges (exact and
     fastest); else numpy's guess-and-correct on equal widths."""
     width = (hi - lo) / nbins
+    with np.errstate(over="ignore", divide="ignore"):
+        norm = nbins / (hi - lo)
+    if not (math.isfinite(hi - lo) and math.isfinite(norm) and norm > 0):
+        return _counting.AXIS_SEARCH         # arithmetic guesses would overflow
     if (np.issubdtype(dtype, np.integer) and lo == math.floor(lo) and width == math.floor(width)
             and max(abs(lo), abs(hi)) < 2**53
             and np.array_equal(edges, lo + width * np.arange(nbins + 1))):
@@ -99,7 +112,7 @@ def _range_pair(value, func, name):
     return lo, hi
 
 
-def _prepare(func, epsilon, accountant, rng, threads, postprocess):
+def _prepare(func, epsilon, accountant, rng, threads, postprocess, total):
     """The shared arguments of a counting release, checked before anything happens."""
     eps = _v.check_epsilon(epsilon, func)
     scale = _v.check_mechanism_scale(1.0, eps, func, high=_noise.MAX_DISCRETE_SCALE)
@@ -107,6 +120,12 @@ def _prepare(func, epsilon, accountant, rng, threads, postprocess):
     bitgen = _random.resolve_rng(rng, func)
     nthreads = _random.resolve_threads(threads, func)
     _check_postprocess(postprocess, func)
+    if total is not None:
+        if postprocess != "consistent":
+            raise ValueError(f"The 'total' parameter of {func} only applies with "
+                             f"postprocess='consistent'. Got total={total!r} with "
+                             f"postprocess={postprocess!r} instead.")
+        _post._check_integer_total(total, func, _post.MAX_TOTAL)
     return eps, scale, acct, bitgen, nthreads
 
 
@@ -160,6 +179,9 @@ def histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None,
     Notes
     -----
     Semantics of edges as in ``numpy.histogram``: ``[e_i, e_{i+1})``, the last bin closed.
+    Edges are float64 whatever the data; integer records are binned exactly when the edges
+    are integers equally spaced (a fast integer path), and otherwise compared as float64
+    (so integers beyond 2**53 are rounded first; numpy compares them exactly).
     Accuracy: :func:`dpfast.max_error_bound` with ``k = len(counts)``.
 
     Examples
@@ -173,7 +195,7 @@ def histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None,
     """
     func = "histogram"
     eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
-                                                  postprocess)
+                                                  postprocess, total)
     records = _v.check_records(data, "data", func)
     edges, kind = _axis(records.dtype, bins, range, func)
     counts = _counting.count_1d(records, edges, kind, nthreads)
@@ -213,10 +235,16 @@ def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
     """
     func = "histogramdd"
     eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
-                                                  postprocess)
+                                                  postprocess, total)
     if isinstance(sample, (list, tuple)) and sample and np.ndim(sample[0]) == 1:
-        sample = np.stack([np.asarray(s) for s in sample], axis=1)
-    data, _ = _v.check_data(sample, "sample", func)
+        try:
+            sample = np.stack([np.asarray(s) for s in sample], axis=1)
+        except ValueError:
+            raise ValueError(f"The 'sample' parameter of {func} must be D arrays of equal "
+                             "length.") from None
+    data = _v.check_records(sample, "sample", func, flatten=False)
+    if data.ndim == 1:                            # N points in one dimension, as numpy
+        data = data.reshape(-1, 1)
     if data.ndim != 2:
         raise ValueError(f"The 'sample' parameter of {func} must be an (N, D) array or a "
                          f"sequence of D arrays. Got an array of shape {data.shape} instead.")
@@ -227,7 +255,7 @@ def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
         raise ValueError(f"The 'bins' parameter of {func} must give one entry per dimension "
                          f"({dims}). Got {bins!r} instead.")
     ranges = [None] * dims if range is None else list(range)
-    if len(ranges) != dims:
+    if len(ranges) != dims or any(r is not None and np.ndim(r) != 1 for r in ranges):
         raise ValueError(f"The 'range' parameter of {func} must give one (low, high) pair per "
                          f"dimension ({dims}). Got {range!r} instead.")
     axes = [_axis(np.float64, b, r, func) for b, r in zip(per_dim_bins, ranges)]
@@ -302,20 +330,22 @@ def count_categories(values, categories, *, epsilon, other=False, accountant=Non
     """
     func = "count_categories"
     eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
-                                                  postprocess)
-    if isinstance(categories, (str, bytes)) or not hasattr(categories, "__len__"):
-        raise TypeError(f"The 'categories' parameter of {func} must be a sequence of "
-                        f"categories. Got {categories!r} instead.")
+                                                  postprocess, total)
+    if isinstance(categories, (str, bytes, set, frozenset, Mapping)) \
+            or not hasattr(categories, "__len__"):
+        raise TypeError(f"The 'categories' parameter of {func} must be an ordered sequence "
+                        f"of categories (the order of the released cells). Got "
+                        f"{categories!r} instead.")
     categories = list(categories)
     other = _v.check_bool(other, "other", func)
     codes = _category_codes(values, categories, func)
     ncat = len(categories)
     unknown = np.flatnonzero(codes < 0)
     if unknown.size and not other:
-        example = np.asarray(values, dtype=object).reshape(-1)[unknown[0]]
-        raise ValueError(f"The 'values' parameter of {func} has {unknown.size} value(s) "
-                         f"outside 'categories', e.g. {example!r}. Pass other=True to count "
-                         "them in an extra cell, or add them to the public category list.")
+        # Neither the value nor how many: an error message can end up in a log.
+        raise ValueError(f"The 'values' parameter of {func} has values outside 'categories' "
+                         f"(the first at record {unknown[0]}). Pass other=True to count them "
+                         "in an extra cell, or add them to the public category list.")
     if unknown.size:
         codes[unknown] = ncat
     counts = _counting.count_codes(codes, ncat + bool(other), nthreads)
@@ -378,13 +408,16 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     elif src.dtype.kind == "f":
         is_int = False
     else:
-        _v.check_data(src, "counts", func)       # raises the documented TypeError
-        is_int = src.dtype.kind in "iu"
+        src, is_int = _v.check_data(src, "counts", func)   # converts or raises
     if is_int:
         scale = _v.check_mechanism_scale(d, eps, func, high=_noise.MAX_DISCRETE_SCALE)
     else:
         scale = _v.check_mechanism_scale(d, eps, func)
     dst = _check_out(out, src, is_int, postprocess, func)
+    if dst is not src and np.shares_memory(src, dst) and not _same_buffer(src, dst):
+        raise ValueError(f"The 'out' parameter of {func} overlaps 'counts' without being the "
+                         "same cells: pass out=counts for an in-place release, or separate "
+                         "arrays.")
     _check_counts_fit(src, dst, is_int, scale, func)
 
     flat_in = src.reshape(-1) if src.flags.c_contiguous else None
@@ -410,7 +443,7 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
                          chunk0=start // _noise.CHUNK)
             if postprocess == "clip":
                 np.maximum(dest, 0, out=dest)
-            if dest is not flat_out[start:stop] and not direct:
+            if not direct:
                 flat_out[start:stop] = dest
             if bar is not None:
                 bar.update(stop - start)
@@ -420,6 +453,12 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     if out is None and postprocess not in (None, "clip"):
         return _post.apply(dst, postprocess)
     return dst
+
+
+def _same_buffer(a, b):
+    """Whether a and b view exactly the same memory in the same layout."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.strides == b.strides and a.shape == b.shape)
 
 
 def _check_out(out, src, is_int, postprocess, func):
@@ -451,6 +490,10 @@ def _check_counts_fit(src, dst, is_int, scale, func):
     if is_int:
         # |K| <= t (c + 1100 ln 2) + 1 < 763.3 t + 1 (the sampler's deepest binade).
         limit = 2**62 if dst.dtype == np.int64 else 2**31 - 1 - math.ceil(763.3 * scale + 1)
+        if limit < 0:
+            raise ValueError(f"The noise scale sensitivity/epsilon = {scale:g} of {func} is "
+                             "too large for an int32 'out' (noise could overflow int32); use "
+                             "an int64 'out'.")
         what = ("|counts| <= 2**62" if dst.dtype == np.int64 else
                 f"|counts| <= {limit} so that counts plus noise fit the int32 'out'")
     else:

@@ -182,16 +182,17 @@ def check_data(value, name, func):
     raise _fail(TypeError, name, func, f"{rule}, not dtype {arr.dtype}", value)
 
 
-def check_records(value, name, func):
-    """Records for counting: a flat C-contiguous float64, int64 or int32 array (other
-    numeric dtypes are converted; int32 is kept to halve memory traffic). NaN or infinite
-    entries raise ValueError; a min/max scan finds them without a temporary array."""
+def check_records(value, name, func, flatten=True):
+    """Records for counting: a C-contiguous float64, int64 or int32 array, flattened unless
+    told otherwise (narrower integers become int32, other numeric dtypes int64 or float64).
+    NaN or infinite entries raise ValueError; a min/max scan finds them without a temporary
+    array."""
     data, _ = _numeric_array(value, name, func, keep=(np.int32, np.int64, np.float64))
-    flat = data.reshape(-1)
+    flat = data.reshape(-1) if flatten else data
     if flat.dtype.kind == "f" and flat.size:
         lo, hi = flat.min(), flat.max()
         if not (np.isfinite(lo) and np.isfinite(hi)):
-            bad = flat[np.flatnonzero(~np.isfinite(flat))[0]]
+            bad = flat.reshape(-1)[np.flatnonzero(~np.isfinite(flat.reshape(-1)))[0]]
             raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
                              f"infinity. Got {bad!r} instead.")
     return flat
@@ -209,6 +210,8 @@ def _numeric_array(value, name, func, keep):
     if kind in "iu":
         if arr.dtype.type in keep:
             return np.asarray(arr, order="C"), True
+        if np.int32 in keep and arr.dtype.itemsize < 4 or arr.dtype == np.uint16:
+            return np.asarray(arr, dtype=np.int32, order="C"), True   # half of int64
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
             raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
                              f"Got an entry {arr.max()!r} instead.")

@@ -64,29 +64,111 @@ static inline __attribute__((always_inline)) double dpf_fast_n(uint64_t w)
 #define DPF_A9 (2.0 / 19.0)
 #define DPF_A10 (2.0 / 21.0)
 
-/*
- * t*(c + L) for word w and n = n0 + 1, as an integer fb plus a remainder rest (so the sample
- * magnitude is fb + floor(rest)).  ln(m) uses m in [sqrt(1/2), sqrt(2)): with f = m - 1
- * (exact), s = f/(2+f), ln(1+f) = f - (f^2/2 - s*(f^2/2 + R(s^2))) keeps the large term f
- * exact and puts the rounding of s into a small correction.
- */
-static inline __attribute__((always_inline)) void dpf_dlap_split(uint64_t w, double n,
-                                                                 const dpf_dlap_params *p,
-                                                                 double *fb, double *rest)
+/* ln(mr) for mr in [sqrt(1/2), sqrt(2)): with f = mr - 1 (exact), s = f/(2+f),
+ * ln(1+f) = f - (f^2/2 - s*(f^2/2 + R(s^2))) keeps the large term f exact and puts the
+ * rounding of s into a small correction. */
+static inline __attribute__((always_inline)) double dpf_ln_near1(double mr)
 {
-    uint64_t mant = w & DPF_MANT_MASK;
-    double m = dpf_u2d(mant | DPF_ONE_BITS);
-    int above = mant > DPF_SQRT2_MANT;
-    /* Selects of constants rather than branches, so the loops vectorize. */
-    double mr = m * (above ? 0.5 : 1.0);
-    double nr = n - (above ? 1.0 : 0.0);
     double f = mr - 1.0;
     double s = f / (2.0 + f);
     double z = s * s;
     double r = z * (DPF_A1 + z * (DPF_A2 + z * (DPF_A3 + z * (DPF_A4 + z * (DPF_A5
                + z * (DPF_A6 + z * (DPF_A7 + z * (DPF_A8 + z * (DPF_A9 + z * DPF_A10)))))))));
     double hfsq = 0.5 * f * f;
-    double lnm = f - (hfsq - s * (hfsq + r));
+    return f - (hfsq - s * (hfsq + r));
+}
+
+/* The mantissa m = 1.mant of word w, reduced to [sqrt(1/2), sqrt(2)) as mr = m or m/2,
+ * and n adjusted so that n*ln2 - ln(mr) stays -ln U. */
+static inline __attribute__((always_inline)) double dpf_reduce(uint64_t w, double n, double *nr)
+{
+    uint64_t mant = w & DPF_MANT_MASK;
+    double m = dpf_u2d(mant | DPF_ONE_BITS);
+    int above = mant > DPF_SQRT2_MANT;
+    /* Selects of constants rather than branches, so the loops vectorize. */
+    *nr = n - (above ? 1.0 : 0.0);
+    return m * (above ? 0.5 : 1.0);
+}
+
+/* ln 2 split so that k*LN2_HI is exact for |k| < 2^11. */
+#define DPF_LN2_HI 6.93147180369123816490e-01
+#define DPF_LN2_LO 1.90821492927058770002e-10
+
+/* L = -ln U for the full-precision uniform of word w with n = n0 + 1, as a double. */
+static inline __attribute__((always_inline)) double dpf_neg_log_u(uint64_t w, double n)
+{
+    double nr;
+    double mr = dpf_reduce(w, n, &nr);
+    return nr * DPF_LN2_HI - (dpf_ln_near1(mr) - nr * DPF_LN2_LO);
+}
+
+/* ln x for a positive normal double x. */
+static inline __attribute__((always_inline)) double dpf_ln(double x)
+{
+    uint64_t b = dpf_d2u(x);
+    uint64_t mant = b & DPF_MANT_MASK;
+    int above = mant > DPF_SQRT2_MANT;
+    double e = (dpf_u2d(((b >> 52) & 0x7FF) | DPF_MAGIC_2P52) - 4503599627370496.0) - 1023.0
+               + (above ? 1.0 : 0.0);
+    double mr = dpf_u2d(mant | DPF_ONE_BITS) * (above ? 0.5 : 1.0);
+    return e * DPF_LN2_HI + (dpf_ln_near1(mr) + e * DPF_LN2_LO);
+}
+
+/* 1/k!, k = 2..13: exp(r) on |r| <= ln2/2 to below 2^-57 relative. */
+#define DPF_E2 (1.0 / 2.0)
+#define DPF_E3 (1.0 / 6.0)
+#define DPF_E4 (1.0 / 24.0)
+#define DPF_E5 (1.0 / 120.0)
+#define DPF_E6 (1.0 / 720.0)
+#define DPF_E7 (1.0 / 5040.0)
+#define DPF_E8 (1.0 / 40320.0)
+#define DPF_E9 (1.0 / 362880.0)
+#define DPF_E10 (1.0 / 3628800.0)
+#define DPF_E11 (1.0 / 39916800.0)
+#define DPF_E12 (1.0 / 479001600.0)
+#define DPF_E13 (1.0 / 6227020800.0)
+
+/* exp(x) for x <= 0 (NaN-free; -inf and x < -745.2 give 0): x = k ln2 + r, exp(r) by its
+ * series, times 2^k built from bits in two factors so that subnormal results come out. */
+static inline __attribute__((always_inline)) double dpf_exp_nonpos(double x)
+{
+    double xc = x < -746.0 ? -746.0 : x;       /* also maps -inf */
+    double k = __builtin_rint(xc * 1.4426950408889634);
+    double r = (xc - k * DPF_LN2_HI) - k * DPF_LN2_LO;
+    double p = 1.0 + r * (1.0 + r * (DPF_E2 + r * (DPF_E3 + r * (DPF_E4 + r * (DPF_E5
+               + r * (DPF_E6 + r * (DPF_E7 + r * (DPF_E8 + r * (DPF_E9 + r * (DPF_E10
+               + r * (DPF_E11 + r * (DPF_E12 + r * DPF_E13))))))))))));
+    double k1 = k < -1000.0 ? -1000.0 : k;     /* 2^k = 2^k1 * 2^(k - k1), both normal */
+    double k2 = k - k1;
+    uint64_t e1 = (uint64_t)(int64_t)dpf_d2i(k1 + 1023.0) << 52;
+    uint64_t e2 = (uint64_t)(int64_t)dpf_d2i(k2 + 1023.0) << 52;
+    double v = p * dpf_u2d(e1) * dpf_u2d(e2);
+    return x < -746.0 ? 0.0 : v;
+}
+
+/* Unit-scale selection noise from word w and n = n0 + 1. */
+static inline __attribute__((always_inline)) double dpf_select_noise(uint64_t w, double n,
+                                                                     int kind)
+{
+    double L = dpf_neg_log_u(w, n);             /* Exp(1) */
+    if (kind == DPF_NOISE_GUMBEL)
+        return 0.0 - dpf_ln(L);                 /* -ln(Exp(1)) is Gumbel(0, 1) */
+    if (kind == DPF_NOISE_LAPLACE)
+        return (w & DPF_SIGN_BIT) ? 0.0 - L : L;
+    return L;
+}
+
+/*
+ * t*(c + L) for word w and n = n0 + 1, as an integer fb plus a remainder rest (so the sample
+ * magnitude is fb + floor(rest)).
+ */
+static inline __attribute__((always_inline)) void dpf_dlap_split(uint64_t w, double n,
+                                                                 const dpf_dlap_params *p,
+                                                                 double *fb, double *rest)
+{
+    double nr;
+    double mr = dpf_reduce(w, n, &nr);
+    double lnm = dpf_ln_near1(mr);
     /* t*(c + L) = nr*a_hi + (nr*a_lo + t*(c - ln mr)); the first term is exact, so only
      * quantities of size ~t are rounded. */
     double big = nr * p->a_hi;
@@ -194,18 +276,23 @@ typedef struct {
     void (*uniform)(uint64_t *, size_t);
     void (*dlap_i32)(uint64_t *, size_t, const dpf_dlap_params *, const int32_t *);
     void (*narrow)(const uint64_t *, size_t, int32_t *);
+    void (*noisy)(uint64_t *, size_t, int, const double *, double, double);
+    double (*sum_exp)(const double *, size_t, double, double);
 } dpf_kernels;
 
 static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
                                          dpf_dlap_grid_scalar, dpf_uniform_scalar,
-                                         dpf_dlap_i32_scalar, dpf_narrow_scalar};
+                                         dpf_dlap_i32_scalar, dpf_narrow_scalar,
+                                         dpf_noisy_scalar, dpf_sum_exp_scalar};
 #ifdef DPF_HAVE_X86
 static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
                                        dpf_dlap_grid_avx2, dpf_uniform_avx2,
-                                       dpf_dlap_i32_avx2, dpf_narrow_avx2};
+                                       dpf_dlap_i32_avx2, dpf_narrow_avx2,
+                                       dpf_noisy_avx2, dpf_sum_exp_avx2};
 static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
                                          dpf_dlap_grid_avx512, dpf_uniform_avx512,
-                                         dpf_dlap_i32_avx512, dpf_narrow_avx512};
+                                         dpf_dlap_i32_avx512, dpf_narrow_avx512,
+                                         dpf_noisy_avx512, dpf_sum_exp_avx512};
 #endif
 
 static const dpf_kernels *dpf_active = NULL;
@@ -325,9 +412,9 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, v
     size_t esize = narrow ? 4 : 8;
     char *dst = (char *)out + start * esize;
     uint64_t c = job->chunk0 + chunk;
-    /* In place (base is out): keystream must not overwrite the input before it is read. */
-    const char *b0 = (const char *)job->base, *o0 = (const char *)out;
-    int alias = b0 && b0 < o0 + n_total * esize && o0 < b0 + n_total * esize;
+    /* With a base, the keystream goes through the local buffer: out may be base itself, or
+     * another mapping of the same file, and must not be written before base is read. */
+    int alias = job->base != NULL;
 
     dpf_chacha_init(&extra, key, 0, 2 * c + 1);
     for (size_t off = 0; off < n; off += BATCH) {
@@ -369,4 +456,90 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, v
         else if (buf == tail)
             memcpy((uint64_t *)dst + off, tail, len * 8);
     }
+}
+
+/* ---- selection ---- */
+
+void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_job *job,
+                      const double *u, size_t n_total, double *scores_out, int64_t *best_idx,
+                      double *best_val)
+{
+    enum { BATCH = DPF_CHACHA_BUF_WORDS };
+    const dpf_kernels *kern = dpf_kernels_get();
+    dpf_chacha_t extra;
+    uint64_t buf[BATCH];
+    size_t start = (size_t)chunk * DPF_CHUNK;
+    int64_t bi = -1;
+    double bv = -INFINITY;
+    if (start < n_total) {
+        size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
+        uint64_t c = job->chunk0 + chunk;
+        dpf_chacha_init(&extra, key, 0, 2 * c + 1);
+        for (size_t off = 0; off < n; off += BATCH) {
+            size_t len = n - off < BATCH ? n - off : BATCH;
+            const double *ub = u + start + off;
+            dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * c, buf, BATCH / 8);
+            uint64_t slow_words[BATCH];
+            uint32_t slow_idx[BATCH];
+            size_t cnt = 0;
+            if (kern->any_slow(buf, len))
+                for (size_t i = 0; i < len; i++)
+                    if (buf[i] < DPF_FAST_LIMIT) {
+                        slow_words[cnt] = buf[i];
+                        slow_idx[cnt++] = (uint32_t)i;
+                    }
+            kern->noisy(buf, len, job->noise, ub, job->umax, job->inv_scale);
+            for (size_t j = 0; j < cnt; j++) {
+                size_t i = slow_idx[j];
+                double nz = dpf_select_noise(slow_words[j],
+                                             (double)(12 + dpf_extra_zeros(&extra)), job->noise);
+                buf[i] = dpf_d2u((ub[i] - job->umax) * job->inv_scale + nz);
+            }
+            for (size_t i = 0; i < len; i++) {
+                double v = dpf_u2d(buf[i]);
+                if (v > bv) {               /* strict: the lowest index wins a tie */
+                    bv = v;
+                    bi = (int64_t)(start + off + i);
+                }
+            }
+            if (scores_out)
+                memcpy(scores_out + start + off, buf, len * 8);
+        }
+    }
+    *best_idx = bi;
+    *best_val = bv;
+}
+
+double dpf_sum_exp(const double *u, size_t n, double umax, double a)
+{
+    return dpf_kernels_get()->sum_exp(u, n, umax, a);
+}
+
+int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double target)
+{
+    /* Same eight-lane order as dpf_sum_exp would be wrong here: the cumulative sum must
+     * follow the index order. The chunk total comes from dpf_sum_exp; a target beyond what
+     * this order reaches falls to the last positive weight. */
+    double acc = 0.0;
+    int64_t last = -1;
+    for (size_t i = 0; i < n; i++) {
+        double w = dpf_exp_nonpos((u[i] - umax) * a);
+        if (w > 0.0) {
+            last = (int64_t)i;
+            acc += w;
+            if (acc > target)
+                return (int64_t)i;
+        }
+    }
+    return last;
+}
+
+double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind)
+{
+    return dpf_select_noise(w, (double)(n0 + 1), kind);
+}
+
+double dpf_exp_nonpos_shim(double x)
+{
+    return dpf_exp_nonpos(x);
 }

@@ -69,6 +69,33 @@ typedef struct {
 
 void dpf_dlap_params_init(dpf_dlap_params *p, double t);
 
+/* ---- selection (report noisy max, exponential mechanism) ---- */
+enum dpf_noise { DPF_NOISE_LAPLACE = 0, DPF_NOISE_EXPONENTIAL = 1, DPF_NOISE_GUMBEL = 2 };
+
+typedef struct {
+    int noise;              /* enum dpf_noise: unit-scale noise added to each score */
+    double umax;            /* scores are (u - umax) * inv_scale + noise: shifting by the */
+    double inv_scale;       /* largest utility first keeps huge utilities from swamping it */
+    uint64_t chunk0;
+} dpf_select_job;
+
+/* Over chunk `chunk` of u[0:n_total] (streams as for dpf_fill_chunk): the index and value of
+ * the largest noisy score, the lowest index on ties, (-1, -inf) if all are -inf; the noisy
+ * scores also go to scores_out (indexed like u) unless it is NULL. */
+void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_job *job,
+                      const double *u, size_t n_total, double *scores_out, int64_t *best_idx,
+                      double *best_val);
+
+/* Sum over u[0:n] of exp((u_i - umax) * a), in a fixed order (the same on every target);
+ * -inf utilities contribute 0. */
+double dpf_sum_exp(const double *u, size_t n, double umax, double a);
+/* Smallest i with sum_{j <= i} exp((u_j - umax) * a) > target, summed in index order; the
+ * last index with a positive weight if rounding leaves the target unreached; -1 if none. */
+int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double target);
+/* Test shims: the unit noise of word w with n0 leading zeros, and exp / ln as computed. */
+double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind);
+double dpf_exp_nonpos_shim(double x);
+
 /* Fill chunk `chunk` (elements [chunk*DPF_CHUNK, ...) of out[0:n_total]: int64, double or
  * int32 elements by job->mode) of a call keyed by key: with c = job->chunk0 + chunk, main
  * stream nonce 2c, extra stream nonce 2c+1, counters from 0.  job->base, if set, is indexed
