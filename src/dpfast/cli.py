@@ -545,7 +545,7 @@ def main(argv=None, out=None, err=None):
         return args.func(args, out or sys.stdout)
     # Bad parameters or input (ValueError/TypeError from the library name the parameter;
     # OSError names the file): a message, not a traceback.
-    except (TypeError, ValueError, OSError, csv.Error) as exc:
+    except (TypeError, ValueError, OSError, csv.Error, MemoryError) as exc:
         parser.exit(2, f"dpfast: error: {exc}\n")
 
 
