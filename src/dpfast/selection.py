@@ -66,7 +66,7 @@ def _utilities(values, name, func):
     if np.isnan(top) or top == np.inf:
         bad = u[np.flatnonzero(np.isnan(u) | (u == np.inf))[0]]
         raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or +inf "
-                         f"(-inf excludes a candidate). Got {bad!r} instead.")
+                         f"(-inf excludes a candidate). Got {float(bad)!r} instead.")
     if top == -np.inf:
         raise ValueError(f"The {name!r} parameter of {func} excludes every candidate "
                          "(all -inf).")
@@ -80,8 +80,9 @@ def _common(func, epsilon, sensitivity, monotonic, accountant, rng, threads):
     acct = resolve_accountant(accountant, func)
     bitgen = _random.resolve_rng(rng, func)
     nthreads = _random.resolve_threads(threads, func)
-    # Noise scale (Laplace, exponential, Gumbel alike): 2D/eps, or D/eps when monotone.
-    scale = (1.0 if mono else 2.0) * d / eps
+    # Noise scale (Laplace, exponential, Gumbel alike): 2D/eps, or D/eps when monotone. Kept
+    # in [2^-1022, 2^1001], so 1/scale is finite and positive (no 0 * -inf = NaN weights).
+    scale = (1.0 if mono else 2.0) * _v.check_mechanism_scale(d, eps, func, low=2.0**-1022)
     return eps, scale, acct, bitgen, nthreads
 
 
@@ -127,7 +128,7 @@ def report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monoton
     0
     """
     func = "report_noisy_max"
-    if noise not in _NOISE:
+    if not isinstance(noise, str) or noise not in _NOISE:
         raise ValueError(f"The 'noise' parameter of {func} must be one of "
                          f"{sorted(_NOISE)}. Got {noise!r} instead.")
     eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
@@ -205,6 +206,9 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
     eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
                                                  accountant, rng, threads)
     u, umax = _utilities(utilities, "utilities", func)
+    if candidates is not None and not hasattr(candidates, "__len__"):
+        raise TypeError(f"The 'candidates' parameter of {func} must be a sequence with one "
+                        f"element per utility. Got {candidates!r} instead.")
     if candidates is not None and len(candidates) != u.size:
         raise ValueError(f"The 'candidates' parameter of {func} must have one element per "
                          f"utility ({u.size}). Got {len(candidates)} instead.")

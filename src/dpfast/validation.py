@@ -84,14 +84,14 @@ def check_scale(scale, func, *, high=MAX_SCALE):
     return x
 
 
-def check_mechanism_scale(sensitivity, epsilon, func, *, high=MAX_SCALE):
-    """The Laplace scale sensitivity/epsilon of a mechanism, checked to be in
-    [2^-900, high]; the error names the parameters the caller actually passed."""
+def check_mechanism_scale(sensitivity, epsilon, func, *, low=MIN_SCALE, high=MAX_SCALE):
+    """The noise scale sensitivity/epsilon of a mechanism, checked to be in [low, high]
+    (default [2^-900, 2^1000]); the error names the parameters the caller actually passed."""
     scale = sensitivity / epsilon
-    if not MIN_SCALE <= scale <= high:
+    if not low <= scale <= high:
         raise ValueError(
             f"The 'epsilon' and 'sensitivity' parameters of {func} must give a noise scale "
-            f"sensitivity/epsilon in [2^-900, {high:g}]. Got sensitivity={sensitivity!r}, "
+            f"sensitivity/epsilon in [{low:g}, {high:g}]. Got sensitivity={sensitivity!r}, "
             f"epsilon={epsilon!r} (scale {scale:g}) instead.")
     return scale
 
