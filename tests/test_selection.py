@@ -624,24 +624,32 @@ def test_candidates_returns_the_element():
                                         accountant=acct(), rng=s) == names[i]
 
 
-def test_exponential_mechanism_is_inverse_cdf_of_its_uniform():
-    # The release with rng=s is the inverse CDF of the exact softmax at U = dp.uniform(rng=s)
-    # (the one uniform it draws), across chunk boundaries; draws within 1e-9 of a cell edge
-    # are skipped (the documented rounding can move those).
+def test_exponential_mechanism_is_inverse_cdf_of_its_uniforms():
+    # The release with rng=s is a two-stage inverse CDF of the exact softmax at the two
+    # uniforms (v1, v2) = dp.uniform(2, rng=s): the chunk of 65,536 candidates whose
+    # cumulative weight passes v1 * total, then the candidate within it whose running weight
+    # passes v2 * (chunk total). Draws within 1e-9 of a cell edge are skipped (the documented
+    # rounding can move those).
     u = np.random.default_rng(1202).normal(size=2 * CHUNK + 777) * 3.0
     u[5::11] = -np.inf
     w = np.exp(0.5 * (u - u[np.isfinite(u)].max()))
-    cum = np.cumsum(w)
+    sums = np.array([w[c:c + CHUNK].sum() for c in range(0, u.size, CHUNK)])
+    cum_chunks = np.cumsum(sums)
     checked = 0
     chunks = set()
     for s in range(300):
-        target = dp.uniform(rng=s) * cum[-1]
-        i = int(np.searchsorted(cum, target, side="right"))
-        if min(abs(cum[i] - target), abs(target - (cum[i - 1] if i else 0.0))) < 1e-9 * cum[-1]:
+        v1, v2 = dp.uniform(2, rng=s)
+        c = int(np.searchsorted(cum_chunks, v1 * cum_chunks[-1], side="right"))
+        inside = np.cumsum(w[c * CHUNK:(c + 1) * CHUNK])
+        t = v2 * inside[-1]
+        j = int(np.searchsorted(inside, t, side="right"))
+        edges = [abs(inside[j] - t), abs(t - (inside[j - 1] if j else 0.0)),
+                 abs(cum_chunks[c] - v1 * cum_chunks[-1])]
+        if min(edges) < 1e-9 * cum_chunks[-1]:
             continue
-        assert dp.exponential_mechanism(u, epsilon=1.0, accountant=acct(), rng=s) == i
+        assert dp.exponential_mechanism(u, epsilon=1.0, accountant=acct(), rng=s) == c * CHUNK + j
         checked += 1
-        chunks.add(i // CHUNK)
+        chunks.add(c)
     assert checked > 290 and chunks == {0, 1, 2}
 
 
@@ -781,7 +789,7 @@ def test_select_noise_from_bits_against_mpmath():
     for i in range(words.size):
         u = mpmath.ldexp(1 + mpmath.mpf(int(mant[i])) / 2**52, -(int(n0[i]) + 1))
         ref_l = -mpmath.log(u)                       # exponential noise: -ln U
-        ref_g = -mpmath.log(ref_l)                   # Gumbel: -ln(-ln U)
+        ref_g = -mpmath.log(_gumbel_exp1(words[i], u))
         worst_l = max(worst_l, float(abs(expo[i] - ref_l) / ref_l))
         worst_g = max(worst_g, float(abs(gum[i] - ref_g) / max(1, abs(ref_g))))
     assert worst_l <= 1e-15, worst_l
@@ -793,14 +801,26 @@ def test_select_noise_from_bits_against_mpmath():
     assert (expo > 0).all() and negative.any() and (~negative).any()
 
 
+def _gumbel_exp1(word, u):
+    """The Exp(1) variable behind the kernel's Gumbel noise: bit 52 chooses the half below
+    ln 2 (-ln(1 - U/2)) or above it (ln 2 - ln U), so that small values keep full relative
+    precision and the Gumbel's upper tail is not cut off at -ln(2^-53)."""
+    if (int(word) >> 52) & 1:
+        return -mpmath.log1p(-u / 2) if u >= mpmath.mpf(2) ** -60 else u / 2
+    return mpmath.log(2) - mpmath.log(u)
+
+
 def test_select_noise_covers_the_extremes():
-    # U just below 1 (L ~ 2^-53: Gumbel noise ~ +36.7) and the deepest binade (L ~ 762).
-    words = np.array([2**52 - 1, 0], dtype=np.uint64)
-    n0 = np.array([0, 1098], dtype=np.uint64)
+    # U just below 1 (L ~ 2^-53) and the deepest binade (L ~ 762); Gumbel noise reaches far
+    # beyond 36.7 (= -ln 2^-53) when the uniform is tiny and bit 52 picks the low half.
+    words = np.array([2**52 - 1, 0, 1 << 52], dtype=np.uint64)
+    n0 = np.array([0, 1098, 1098], dtype=np.uint64)
     expo = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_EXPONENTIAL)
     gum = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_GUMBEL)
     assert math.isclose(expo[0], -math.log1p(-2.0**-53), rel_tol=1e-15)
     assert math.isclose(expo[1], 1099 * math.log(2), rel_tol=1e-15)
-    assert math.isclose(gum[0], -math.log(expo[0]), rel_tol=1e-15)
-    assert math.isclose(gum[1], -math.log(expo[1]), rel_tol=1e-15)
-    assert np.isfinite(gum).all()
+    for i in range(3):
+        u = mpmath.ldexp(1 + mpmath.mpf(int(words[i]) & (2**52 - 1)) / 2**52, -(int(n0[i]) + 1))
+        assert math.isclose(gum[i], float(-mpmath.log(_gumbel_exp1(words[i], u))),
+                            rel_tol=1e-15)
+    assert gum[2] > 700 and np.isfinite(gum).all()

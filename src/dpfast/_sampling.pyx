@@ -52,8 +52,7 @@ cdef extern from "sampling.h":
                           const double *u, size_t n_total, double *scores_out,
                           int64_t *best_idx, double *best_val) nogil
     double dpf_sum_exp(const double *u, size_t n, double umax, double a) nogil
-    int64_t dpf_find_exp(const double *u, size_t n, double umax, double a,
-                         double target) nogil
+    int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v) nogil
     double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind) nogil
     double dpf_exp_nonpos_shim(double x) nogil
     const char *dpf_sampling_impl()
@@ -205,16 +204,16 @@ def sum_exp_chunks(const double[::1] u, double umax, double a, int threads):
 
 
 def find_exp(const double[::1] u, Py_ssize_t lo, Py_ssize_t hi, double umax, double a,
-             double target):
-    """Index in [lo, hi) where the running sum of exp((u_i - umax) * a) first exceeds
-    target (the last positive weight if rounding leaves it unreached; -1 if none)."""
+             double v):
+    """Inverse CDF of the weights exp((u_i - umax) * a) within [lo, hi) at the uniform v:
+    the index whose running sum first exceeds v times their total (-1 if all are 0)."""
     cdef int64_t i
     if not 0 <= lo <= hi <= u.shape[0]:
         raise ValueError("bad range")
     if hi == lo:
         return -1
     with nogil:
-        i = dpf_find_exp(&u[lo], hi - lo, umax, a, target)
+        i = dpf_find_exp(&u[lo], hi - lo, umax, a, v)
     return -1 if i < 0 else lo + i
 
 

@@ -15,22 +15,34 @@ Ding et al. 2021 and McKenna & Sheldon 2020; checked by simulation in the tests)
 - Gumbel noise of the same scale: exactly the exponential mechanism,
   ``P[r] proportional to exp(eps u_r / (2 D))`` (``eps u_r / D`` when monotone).
 
-Floating point. Noise comes from the full-precision uniform: the unit noise is computed from
-``L = -ln U`` (absolute error a few units of 2**-53, see :mod:`dpfast.noise`) as ``L``
-(exponential), ``+-L`` (Laplace) or ``-ln L`` (Gumbel), then added to the shifted, scaled
-utility. Each noisy score is thus the exact-noise score of a utility moved by at most a few
-units of 2**-50 of its magnitude (plus 2**-50 of the noise): for Laplace and exponential
-noise, whose log-densities are 1-Lipschitz in units of the scale, a shift of ``d`` scales
-changes each output probability by a factor at most ``exp(2 d)``, so the loss is
-``eps + 2 d`` with ``d`` about ``(|u - max u| / scale + 800) * 2**-50`` -- below 1e-12 for
-utilities within 1e3 scales of the maximum. ``exponential_mechanism`` samples by inverse CDF:
-weights ``exp(a (u - max u))`` are computed to a few ulps and summed per chunk of 65,536 in a
-fixed order; a candidate whose weight is below about ``2**-52`` of the running sum at its
-position can get a probability off by a large factor, which is a failure probability below
-``n * 2**-52`` rather than a bounded loss. Use ``report_noisy_max(..., noise="gumbel")`` for
-the same distribution without cumulative sums.
+Floating point. All noise comes from the full-precision uniform ``U`` (a second, independent
+uniform ``V`` where noted). Laplace and exponential noise use ``L = -ln U``, computed with an
+absolute error of a few units of 2**-53 (see :mod:`dpfast.noise`). Gumbel noise is ``-ln E``
+with ``E`` an Exp(1) variable computed to *relative* accuracy: one bit picks ``E <= ln 2``,
+computed as ``-log1p(-V/2)`` (``V/2`` itself below 2**-60), or ``E > ln 2``, computed as
+``ln 2 + L``; so the Gumbel's upper tail reaches about 762 scales instead of being cut off at
+``-ln(2**-53) = 36.7`` as ``-ln(-ln U)`` would be. Each noisy score is therefore the
+exact-noise score of a utility moved by at most ``d`` scales, ``d`` about
+``(|u - max u| / scale + 800) * 2**-50``. Laplace and exponential noise have log-densities
+that are 1-Lipschitz in units of the scale, so such a shift changes each output probability
+by a factor at most ``exp(2d)``; comparing two neighbouring datasets pays it twice, and the
+loss is at most ``eps + 4d``: below 1e-11 for utilities within 1e3 scales of the maximum.
+The Gumbel log-density's slope is at most ``E <= 763`` over the values the sampler can
+produce, giving ``eps + 4 * 763 * d`` (below 1e-8 in the same setting); noise beyond the
+sampler's range (probability below 2**-1000) makes these ``(eps', delta)`` guarantees with
+a negligible ``delta``.
+
+``exponential_mechanism`` samples by a two-stage inverse CDF: a chunk of 65,536 candidates by
+the cumulative chunk sums at one uniform, then a candidate by the chunk's own running sum at
+a second uniform. Weights ``exp(a (u - max u))`` are computed to about an ulp, but a
+candidate whose weight is below about ``2**-52`` of the running sum at its position can get
+a probability off by a large factor: the output distribution is within total variation about
+``n * 2**-52`` of the exact one, so this is ``(eps, delta)``-DP with ``delta`` about
+``(1 + e**eps) * n * 2**-52``, not eps-DP. ``report_noisy_max(..., noise="gumbel")`` draws
+from the same distribution with the bounds of the previous paragraph instead.
 """
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -206,25 +218,28 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
     eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
                                                  accountant, rng, threads)
     u, umax = _utilities(utilities, "utilities", func)
-    if candidates is not None and not hasattr(candidates, "__len__"):
-        raise TypeError(f"The 'candidates' parameter of {func} must be a sequence with one "
-                        f"element per utility. Got {candidates!r} instead.")
-    if candidates is not None and len(candidates) != u.size:
+    cand = None
+    if candidates is not None:
+        if isinstance(candidates, (str, bytes, Mapping)) or not hasattr(candidates, "__len__"):
+            raise TypeError(f"The 'candidates' parameter of {func} must be a sequence with "
+                            f"one element per utility. Got {candidates!r} instead.")
+        cand = candidates if isinstance(candidates, np.ndarray) else list(candidates)
+    if cand is not None and len(cand) != u.size:
         raise ValueError(f"The 'candidates' parameter of {func} must have one element per "
-                         f"utility ({u.size}). Got {len(candidates)} instead.")
+                         f"utility ({u.size}). Got {len(cand)} instead.")
     acct.spend(eps, 0.0, label=func)
     a = 1.0 / scale
     sums = _sampling.sum_exp_chunks(u, umax, a, nthreads)
     cum = np.cumsum(sums)                       # chunk order: fixed by the data size
-    target = _noise.uniform(rng=bitgen) * cum[-1]
-    chunk = min(int(np.searchsorted(cum, target, side="right")), sums.size - 1)
+    # Two stages, one fresh uniform each: a chunk with probability proportional to its sum,
+    # then a candidate within it, against the chunk's own running sum.
+    v_chunk, v_within = _noise.uniform(2, rng=bitgen)
+    chunk = min(int(np.searchsorted(cum, v_chunk * cum[-1], side="right")), sums.size - 1)
+    while sums[chunk] == 0.0:                   # only if rounding landed on an empty chunk
+        chunk -= 1
     lo = chunk * _sampling.CHUNK
-    before = cum[chunk - 1] if chunk else 0.0
-    index = _sampling.find_exp(u, lo, min(lo + _sampling.CHUNK, u.size), umax, a,
-                               target - before)
-    if index < 0:                                # rounding left this chunk empty-handed
-        index = int(np.flatnonzero(u > -np.inf)[-1])
-    return candidates[index] if candidates is not None else index
+    index = _sampling.find_exp(u, lo, min(lo + _sampling.CHUNK, u.size), umax, a, v_within)
+    return cand[index] if cand is not None else index
 
 
 def top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None,
@@ -259,7 +274,7 @@ def top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None
     acct.spend(eps, 0.0, label=func)
     noisy = np.empty_like(u)
     _argmax(u, umax, _sampling.NOISE_GUMBEL, scale * int(k), bitgen, nthreads, noisy)
-    best = np.argpartition(-noisy, int(k) - 1)[:int(k)]
+    best = np.argpartition(noisy, u.size - int(k))[u.size - int(k):]
     return best[np.lexsort((best, -noisy[best]))]
 
 

@@ -1,5 +1,6 @@
 #include "sampling.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,18 +65,23 @@ static inline __attribute__((always_inline)) double dpf_fast_n(uint64_t w)
 #define DPF_A9 (2.0 / 19.0)
 #define DPF_A10 (2.0 / 21.0)
 
-/* ln(mr) for mr in [sqrt(1/2), sqrt(2)): with f = mr - 1 (exact), s = f/(2+f),
+/* ln(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1], f exact; ln(mr) below is this with
+ * f = mr - 1 (exact for mr in [sqrt(1/2), sqrt(2))).  With s = f/(2+f),
  * ln(1+f) = f - (f^2/2 - s*(f^2/2 + R(s^2))) keeps the large term f exact and puts the
  * rounding of s into a small correction. */
-static inline __attribute__((always_inline)) double dpf_ln_near1(double mr)
+static inline __attribute__((always_inline)) double dpf_log1p_red(double f)
 {
-    double f = mr - 1.0;
     double s = f / (2.0 + f);
     double z = s * s;
     double r = z * (DPF_A1 + z * (DPF_A2 + z * (DPF_A3 + z * (DPF_A4 + z * (DPF_A5
                + z * (DPF_A6 + z * (DPF_A7 + z * (DPF_A8 + z * (DPF_A9 + z * DPF_A10)))))))));
     double hfsq = 0.5 * f * f;
     return f - (hfsq - s * (hfsq + r));
+}
+
+static inline __attribute__((always_inline)) double dpf_ln_near1(double mr)
+{
+    return dpf_log1p_red(mr - 1.0);
 }
 
 /* The mantissa m = 1.mant of word w, reduced to [sqrt(1/2), sqrt(2)) as mr = m or m/2,
@@ -146,16 +152,44 @@ static inline __attribute__((always_inline)) double dpf_exp_nonpos(double x)
     return x < -746.0 ? 0.0 : v;
 }
 
-/* Unit-scale selection noise from word w and n = n0 + 1. */
-static inline __attribute__((always_inline)) double dpf_select_noise(uint64_t w, double n,
-                                                                     int kind)
+/* An Exp(1) variable with *relative* accuracy near 0 (what -ln E, the Gumbel, needs): bit 52
+ * picks E <= ln 2 or E > ln 2 (each probability 1/2); below, E = -ln(1 - V/2), computed as
+ * -log1p(-V/2) from the exact f = -V/2; above, E = ln 2 + L by memorylessness.  v is the
+ * full-precision uniform V of the word, n = n0 + 1. */
+static inline __attribute__((always_inline)) double dpf_exp1_rel(uint64_t w, double n, double v)
 {
-    double L = dpf_neg_log_u(w, n);             /* Exp(1) */
-    if (kind == DPF_NOISE_GUMBEL)
-        return 0.0 - dpf_ln(L);                 /* -ln(Exp(1)) is Gumbel(0, 1) */
+    double f = -0.5 * v;                          /* exact */
+    double low_series = 0.0 - dpf_log1p_red(f);   /* f >= -0.29: the series converges */
+    double low_direct = 0.0 - dpf_ln(1.0 + f);    /* 1 + f in [0.5, 0.71]: exact */
+    double low = f >= -0.29 ? low_series : low_direct;
+    double high = (DPF_LN2_HI + dpf_neg_log_u(w, n)) + DPF_LN2_LO;
+    return (w & DPF_SIGN_BIT) ? low : high;
+}
+
+/* Unit-scale selection noise from word w, n = n0 + 1 and v, the word's uniform. */
+static inline __attribute__((always_inline)) double dpf_select_noise(uint64_t w, double n,
+                                                                     double v, int kind)
+{
+    double L = dpf_neg_log_u(w, n);                   /* Exp(1), absolute accuracy */
+    if (kind == DPF_NOISE_GUMBEL) {
+        /* -ln(Exp(1)) is Gumbel(0, 1).  For V < 2^-60 the low half's E = -ln(1 - V/2) is
+         * V/2 to double precision, and V may be subnormal: use -ln(V/2) = L + ln 2. */
+        double g = 0.0 - dpf_ln(dpf_exp1_rel(w, n, v));
+        double g_deep = (L + DPF_LN2_HI) + DPF_LN2_LO;
+        return ((w & DPF_SIGN_BIT) && n > 61.0) ? g_deep : g;
+    }
     if (kind == DPF_NOISE_LAPLACE)
         return (w & DPF_SIGN_BIT) ? 0.0 - L : L;
     return L;
+}
+
+/* (u - umax) * inv, with finite utilities kept finite (at -DBL_MAX) so that they still beat
+ * excluded (-inf) candidates after noise is added. */
+static inline __attribute__((always_inline)) double dpf_shifted(double u, double umax,
+                                                                double inv)
+{
+    double d = (u - umax) * inv;
+    return (u > -INFINITY && d < -DBL_MAX) ? -DBL_MAX : d;
 }
 
 /*
@@ -491,9 +525,10 @@ void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_jo
             kern->noisy(buf, len, job->noise, ub, job->umax, job->inv_scale);
             for (size_t j = 0; j < cnt; j++) {
                 size_t i = slow_idx[j];
-                double nz = dpf_select_noise(slow_words[j],
-                                             (double)(12 + dpf_extra_zeros(&extra)), job->noise);
-                buf[i] = dpf_d2u((ub[i] - job->umax) * job->inv_scale + nz);
+                uint64_t n0 = 11 + dpf_extra_zeros(&extra);
+                double nz = dpf_select_noise(slow_words[j], (double)(n0 + 1),
+                                             dpf_uniform_from_bits(slow_words[j], n0), job->noise);
+                buf[i] = dpf_d2u(dpf_shifted(ub[i], job->umax, job->inv_scale) + nz);
             }
             for (size_t i = 0; i < len; i++) {
                 double v = dpf_u2d(buf[i]);
@@ -515,11 +550,14 @@ double dpf_sum_exp(const double *u, size_t n, double umax, double a)
     return dpf_kernels_get()->sum_exp(u, n, umax, a);
 }
 
-int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double target)
+int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
 {
-    /* Same eight-lane order as dpf_sum_exp would be wrong here: the cumulative sum must
-     * follow the index order. The chunk total comes from dpf_sum_exp; a target beyond what
-     * this order reaches falls to the last positive weight. */
+    /* The chunk's own total, summed in the order of the search below, so that the target
+     * v * total always lies inside the running sum (no mass piles up on a fallback). */
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++)
+        total += dpf_exp_nonpos((u[i] - umax) * a);
+    double target = v * total;
     double acc = 0.0;
     int64_t last = -1;
     for (size_t i = 0; i < n; i++) {
@@ -531,12 +569,12 @@ int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double ta
                 return (int64_t)i;
         }
     }
-    return last;
+    return last;      /* only if v * total rounded up to total */
 }
 
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind)
 {
-    return dpf_select_noise(w, (double)(n0 + 1), kind);
+    return dpf_select_noise(w, (double)(n0 + 1), dpf_uniform_from_bits(w, n0), kind);
 }
 
 double dpf_exp_nonpos_shim(double x)
