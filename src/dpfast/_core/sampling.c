@@ -152,35 +152,55 @@ static inline __attribute__((always_inline)) double dpf_exp_nonpos(double x)
     return x < -746.0 ? 0.0 : v;
 }
 
-/* An Exp(1) variable with *relative* accuracy near 0 (what -ln E, the Gumbel, needs): bit 52
- * picks E <= ln 2 or E > ln 2 (each probability 1/2); below, E = -ln(1 - V/2), computed as
- * -log1p(-V/2) from the exact f = -V/2; above, E = ln 2 + L by memorylessness.  v is the
- * full-precision uniform V of the word, n = n0 + 1. */
-static inline __attribute__((always_inline)) double dpf_exp1_rel(uint64_t w, double n, double v)
+/* Gumbel(0, 1) noise -ln E, with E an Exp(1) variable computed to *relative* accuracy near 0:
+ * bit 52 picks E <= ln 2 or E > ln 2 (each probability 1/2).  Below, E = -ln(1 - V/2), as
+ * -log1p(f) from the exact f = -V/2, or, for V > 0.58, as ln 2 - log1p(1 - V) (1 - V exact);
+ * above, E = ln 2 + L by memorylessness.  One series serves whichever branch is taken, so
+ * the vector loop evaluates two logarithms per sample, not four.  v is the full-precision
+ * uniform V of the word and n = n0 + 1; V below 2^-60 is left to dpf_gumbel_deep. */
+static inline __attribute__((always_inline)) double dpf_gumbel(uint64_t w, double n, double v)
 {
-    double f = -0.5 * v;                          /* exact */
-    double low_series = 0.0 - dpf_log1p_red(f);   /* f >= -0.29: the series converges */
-    double low_direct = 0.0 - dpf_ln(1.0 + f);    /* 1 + f in [0.5, 0.71]: exact */
-    double low = f >= -0.29 ? low_series : low_direct;
-    double high = (DPF_LN2_HI + dpf_neg_log_u(w, n)) + DPF_LN2_LO;
-    return (w & DPF_SIGN_BIT) ? low : high;
+    double nr;
+    double mr = dpf_reduce(w, n, &nr);
+    double f = -0.5 * v;                           /* exact */
+    int low = (w & DPF_SIGN_BIT) != 0;
+    int near = f >= -0.29;                         /* the series' range */
+    double x = low ? (near ? f : 1.0 - v) : mr - 1.0;
+    double sr = dpf_log1p_red(x);
+    double e_low = near ? 0.0 - sr : (DPF_LN2_HI - sr) + DPF_LN2_LO;
+    double e_high = (DPF_LN2_HI + (nr * DPF_LN2_HI - (sr - nr * DPF_LN2_LO))) + DPF_LN2_LO;
+    return 0.0 - dpf_ln(low ? e_low : e_high);
 }
 
-/* Unit-scale selection noise from word w, n = n0 + 1 and v, the word's uniform. */
+/* The low branch for V < 2^-60, where -ln(1 - V/2) is V/2 to double precision and V may be
+ * subnormal: -ln(V/2) = L + ln 2.  Only the scalar slow path reaches such V. */
+static inline double dpf_gumbel_any(uint64_t w, uint64_t n0, double v)
+{
+    if ((w & DPF_SIGN_BIT) && n0 >= 60)
+        return (dpf_neg_log_u(w, (double)(n0 + 1)) + DPF_LN2_HI) + DPF_LN2_LO;
+    return dpf_gumbel(w, (double)(n0 + 1), v);
+}
+
+/* Unit-scale selection noise from word w, n = n0 + 1 and v, the word's uniform (fast path:
+ * n0 <= 10). */
 static inline __attribute__((always_inline)) double dpf_select_noise(uint64_t w, double n,
                                                                      double v, int kind)
 {
+    if (kind == DPF_NOISE_GUMBEL)
+        return dpf_gumbel(w, n, v);
     double L = dpf_neg_log_u(w, n);                   /* Exp(1), absolute accuracy */
-    if (kind == DPF_NOISE_GUMBEL) {
-        /* -ln(Exp(1)) is Gumbel(0, 1).  For V < 2^-60 the low half's E = -ln(1 - V/2) is
-         * V/2 to double precision, and V may be subnormal: use -ln(V/2) = L + ln 2. */
-        double g = 0.0 - dpf_ln(dpf_exp1_rel(w, n, v));
-        double g_deep = (L + DPF_LN2_HI) + DPF_LN2_LO;
-        return ((w & DPF_SIGN_BIT) && n > 61.0) ? g_deep : g;
-    }
     if (kind == DPF_NOISE_LAPLACE)
         return (w & DPF_SIGN_BIT) ? 0.0 - L : L;
     return L;
+}
+
+/* Any binade (the slow path and the test shim). */
+static double dpf_select_noise_any(uint64_t w, uint64_t n0, int kind)
+{
+    double v = dpf_uniform_from_bits(w, n0);
+    if (kind == DPF_NOISE_GUMBEL)
+        return dpf_gumbel_any(w, n0, v);
+    return dpf_select_noise(w, (double)(n0 + 1), v, kind);
 }
 
 /* (u - umax) * inv, with finite utilities kept finite (at -DBL_MAX) so that they still beat
@@ -526,8 +546,7 @@ void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_jo
             for (size_t j = 0; j < cnt; j++) {
                 size_t i = slow_idx[j];
                 uint64_t n0 = 11 + dpf_extra_zeros(&extra);
-                double nz = dpf_select_noise(slow_words[j], (double)(n0 + 1),
-                                             dpf_uniform_from_bits(slow_words[j], n0), job->noise);
+                double nz = dpf_select_noise_any(slow_words[j], n0, job->noise);
                 buf[i] = dpf_d2u(dpf_shifted(ub[i], job->umax, job->inv_scale) + nz);
             }
             for (size_t i = 0; i < len; i++) {
@@ -574,7 +593,7 @@ int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
 
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind)
 {
-    return dpf_select_noise(w, (double)(n0 + 1), dpf_uniform_from_bits(w, n0), kind);
+    return dpf_select_noise_any(w, n0, kind);
 }
 
 double dpf_exp_nonpos_shim(double x)
