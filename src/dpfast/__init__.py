@@ -8,6 +8,13 @@ from . import postprocess
 from ._chacha import ChaCha20
 from .accuracy import max_error_bound
 from .accountant import Accountant, BudgetExceededError, default_accountant
+from .gaussians import (
+    discrete_gaussian,
+    gaussian,
+    gaussian_granularity,
+    gaussian_mechanism,
+    gaussian_sigma,
+)
 from .histograms import count_categories, histogram, histogramdd, noisy_counts
 from .mechanisms import laplace_mechanism
 from .noise import (
@@ -37,7 +44,12 @@ __all__ = [
     "default_rng",
     "exponential_mechanism",
     "exponential_mechanism_utility_gap",
+    "discrete_gaussian",
     "discrete_laplace",
+    "gaussian",
+    "gaussian_granularity",
+    "gaussian_mechanism",
+    "gaussian_sigma",
     "histogram",
     "histogramdd",
     "laplace",

@@ -55,3 +55,20 @@ def sum_exp_chunks(u: np.ndarray, umax: float, a: float, threads: int) -> np.nda
 def find_exp(u: np.ndarray, lo: int, hi: int, umax: float, a: float, v: float) -> int: ...
 def select_noise_from_bits(words: np.ndarray, n0: np.ndarray, kind: int) -> np.ndarray: ...
 def exp_nonpos(x: np.ndarray) -> np.ndarray: ...
+def fill_discrete_gaussian(
+    key: np.ndarray,
+    out: np.ndarray,
+    sigma: float,
+    base: np.ndarray | None,
+    threads: int,
+    chunk0: int = 0,
+) -> None: ...
+def fill_grid_gaussian(
+    key: np.ndarray,
+    out: np.ndarray,
+    sigma_cells: float,
+    g: float,
+    base: np.ndarray | None,
+    threads: int,
+    chunk0: int = 0,
+) -> None: ...

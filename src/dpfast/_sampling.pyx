@@ -39,6 +39,18 @@ cdef extern from "sampling.h":
     double dpf_uniform_from_bits(uint64_t w, uint64_t n0) nogil
     void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
                               double *rest) nogil
+    ctypedef struct dpf_dgauss_job:
+        dpf_dlap_params lap
+        double s2t
+        double inv2s2
+        int grid
+        double g
+        double ginv
+        const void *base
+        uint64_t chunk0
+    void dpf_dgauss_params(dpf_dgauss_job *job, double sigma) nogil
+    void dpf_dgauss_chunk(const uint32_t *key, uint64_t chunk, const dpf_dgauss_job *job,
+                          void *out, size_t n_total) nogil
     ctypedef struct dpf_select_job:
         int noise
         double umax
@@ -142,6 +154,56 @@ def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double
         _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
         _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+cdef void _run_dgauss(const uint32_t[::1] key, const dpf_dgauss_job *job, void *out,
+                      Py_ssize_t n, int threads) noexcept nogil:
+    cdef Py_ssize_t nchunks = (n + DPF_CHUNK - 1) // DPF_CHUNK
+    cdef Py_ssize_t c
+    if nchunks <= 1 or threads <= 1:
+        for c in range(nchunks):
+            dpf_dgauss_chunk(&key[0], c, job, out, n)
+    else:
+        for c in prange(nchunks, num_threads=threads, schedule="static"):
+            dpf_dgauss_chunk(&key[0], c, job, out, n)
+
+
+def fill_discrete_gaussian(const uint32_t[::1] key, int64_t[::1] out, double sigma,
+                           const int64_t[::1] base, int threads, uint64_t chunk0=0):
+    """out[i] = base[i] + Z_i (base may be None or out), Z_i discrete Gaussian with
+    parameter sigma (P[Z = z] proportional to exp(-z^2 / (2 sigma^2)))."""
+    cdef dpf_dgauss_job job
+    dpf_dgauss_params(&job, sigma)
+    job.grid = 0
+    job.g = 1.0
+    job.ginv = 1.0
+    job.base = NULL
+    job.chunk0 = chunk0
+    if base is not None:
+        if base.shape[0] != out.shape[0]:
+            raise ValueError("base and out differ in length")
+        job.base = &base[0] if base.shape[0] else NULL
+    with nogil:
+        _run_dgauss(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+
+
+def fill_grid_gaussian(const uint32_t[::1] key, double[::1] out, double sigma_cells,
+                       double g, const double[::1] base, int threads, uint64_t chunk0=0):
+    """out[i] = (rint(base[i]/g) + Z_i) * g, Z_i discrete Gaussian with parameter
+    sigma_cells (the Gaussian's sigma in grid steps), g a power of two."""
+    cdef dpf_dgauss_job job
+    dpf_dgauss_params(&job, sigma_cells)
+    job.grid = 1
+    job.g = g
+    job.ginv = 1.0 / g
+    job.base = NULL
+    job.chunk0 = chunk0
+    if base is not None:
+        if base.shape[0] != out.shape[0]:
+            raise ValueError("base and out differ in length")
+        job.base = &base[0] if base.shape[0] else NULL
+    with nogil:
+        _run_dgauss(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
 
 
 def noisy_argmax(const uint32_t[::1] key, const double[::1] u, int noise, double umax,

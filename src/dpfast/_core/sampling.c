@@ -332,21 +332,25 @@ typedef struct {
     void (*narrow)(const uint64_t *, size_t, int32_t *);
     void (*noisy)(uint64_t *, size_t, int, const double *, double, double);
     double (*sum_exp)(const double *, size_t, double, double);
+    void (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_job *, double *, uint64_t *);
 } dpf_kernels;
 
 static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
                                          dpf_dlap_grid_scalar, dpf_uniform_scalar,
                                          dpf_dlap_i32_scalar, dpf_narrow_scalar,
-                                         dpf_noisy_scalar, dpf_sum_exp_scalar};
+                                         dpf_noisy_scalar, dpf_sum_exp_scalar,
+                                         dpf_dgauss_batch_scalar};
 #ifdef DPF_HAVE_X86
 static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
                                        dpf_dlap_grid_avx2, dpf_uniform_avx2,
                                        dpf_dlap_i32_avx2, dpf_narrow_avx2,
-                                       dpf_noisy_avx2, dpf_sum_exp_avx2};
+                                       dpf_noisy_avx2, dpf_sum_exp_avx2,
+                                         dpf_dgauss_batch_avx2};
 static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
                                          dpf_dlap_grid_avx512, dpf_uniform_avx512,
                                          dpf_dlap_i32_avx512, dpf_narrow_avx512,
-                                         dpf_noisy_avx512, dpf_sum_exp_avx512};
+                                         dpf_noisy_avx512, dpf_sum_exp_avx512,
+                                         dpf_dgauss_batch_avx512};
 #endif
 
 static const dpf_kernels *dpf_active = NULL;
@@ -599,4 +603,77 @@ double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind)
 double dpf_exp_nonpos_shim(double x)
 {
     return dpf_exp_nonpos(x);
+}
+
+/* ---- discrete Gaussian ---- */
+
+void dpf_dgauss_params(dpf_dgauss_job *job, double sigma)
+{
+    double t = floor(sigma) + 1.0;
+    dpf_dlap_params_init(&job->lap, t);
+    job->s2t = sigma * sigma / t;
+    job->inv2s2 = 1.0 / (2.0 * sigma * sigma);
+}
+
+void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_job *job,
+                      void *out, size_t n_total)
+{
+    enum { BATCH = DPF_CHACHA_BUF_WORDS, PAIRS = DPF_CHACHA_BUF_WORDS / 2 };
+    const dpf_kernels *kern = dpf_kernels_get();
+    size_t start = (size_t)chunk * DPF_CHUNK;
+    if (start >= n_total)
+        return;
+    size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
+    uint64_t c = job->chunk0 + chunk;
+    dpf_chacha_t mainst, extra;
+    dpf_chacha_init(&mainst, key, 0, 2 * c);
+    dpf_chacha_init(&extra, key, 0, 2 * c + 1);
+    uint64_t buf[BATCH], acc[PAIRS];
+    double y[PAIRS];
+    size_t done = 0;
+    while (done < n) {
+        dpf_chacha_fill(&mainst, buf, BATCH);
+        kern->dgauss(buf, PAIRS, job, y, acc);
+        if (kern->any_slow(buf, BATCH)) {
+            /* Pairs with a slow-path word, redone in order (the extra stream is read in
+             * index order, so the result does not depend on the vector width). */
+            for (size_t j = 0; j < PAIRS; j++) {
+                uint64_t w = buf[2 * j], wu = buf[2 * j + 1];
+                if (w >= DPF_FAST_LIMIT && wu >= DPF_FAST_LIMIT)
+                    continue;
+                uint64_t n0w = w < DPF_FAST_LIMIT ? 11 + dpf_extra_zeros(&extra)
+                                                  : (uint64_t)(dpf_fast_n(w) - 1.0);
+                uint64_t n0u = wu < DPF_FAST_LIMIT ? 11 + dpf_extra_zeros(&extra)
+                                                   : (uint64_t)(dpf_fast_n(wu) - 1.0);
+                double k = dpf_dlap_core(w, (double)(n0w + 1), &job->lap);
+                double d = fabs(k) - job->s2t;
+                double v = dpf_uniform_from_bits(wu, n0u);
+                y[j] = k;
+                acc[j] = (uint64_t)(v < dpf_exp_nonpos(0.0 - d * d * job->inv2s2));
+            }
+        }
+        /* Keep the accepted candidates, in order, without a branch per candidate (the
+         * acceptance is a coin flip the predictor cannot learn). */
+        double kept[PAIRS];
+        size_t m = 0;
+        for (size_t j = 0; j < PAIRS; j++) {
+            kept[m] = y[j];
+            m += (size_t)acc[j];
+        }
+        if (m > n - done)
+            m = n - done;
+        size_t i0 = start + done;
+        if (job->grid) {
+            double *o = (double *)out + i0;
+            const double *b = job->base ? (const double *)job->base + i0 : NULL;
+            for (size_t j = 0; j < m; j++)
+                o[j] = ((b ? __builtin_rint(b[j] * job->ginv) : 0.0) + kept[j]) * job->g;
+        } else {
+            int64_t *o = (int64_t *)out + i0;
+            const int64_t *b = job->base ? (const int64_t *)job->base + i0 : NULL;
+            for (size_t j = 0; j < m; j++)
+                o[j] = (b ? b[j] : 0) + dpf_d2i(kept[j]);
+        }
+        done += m;
+    }
 }

@@ -69,6 +69,24 @@ typedef struct {
 
 void dpf_dlap_params_init(dpf_dlap_params *p, double t);
 
+/* ---- discrete Gaussian (Canonne, Kamath & Steinke 2020, rejection from discrete Laplace) */
+typedef struct {
+    dpf_dlap_params lap;    /* proposal: discrete Laplace with t = floor(sigma) + 1 */
+    double s2t;             /* sigma^2 / t */
+    double inv2s2;          /* 1 / (2 sigma^2) */
+    int grid;               /* 0: int64 out (+ int64 base); 1: double (rint(base/g) + K) * g */
+    double g, ginv;
+    const void *base;       /* may be out itself */
+    uint64_t chunk0;
+} dpf_dgauss_job;
+
+void dpf_dgauss_params(dpf_dgauss_job *job, double sigma);
+/* Chunk `chunk` of out[0:n_total]: candidates and acceptance uniforms come in word pairs from
+ * the chunk's stream (nonce 2c), extra binade words from nonce 2c+1.  The number of words a
+ * chunk uses is random but independent of the values it outputs (rejection sampling). */
+void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_job *job,
+                      void *out, size_t n_total);
+
 /* ---- selection (report noisy max, exponential mechanism) ---- */
 enum dpf_noise { DPF_NOISE_LAPLACE = 0, DPF_NOISE_EXPONENTIAL = 1, DPF_NOISE_GUMBEL = 2 };
 
