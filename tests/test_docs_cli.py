@@ -16,7 +16,7 @@ from dpfast.datasets import load_adult
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["dpfast._chacha", "dpfast.accountant", "dpfast.mechanisms", "dpfast.noise",
-           "dpfast.selection",
+           "dpfast.selection", "dpfast.gaussians", "dpfast.randomized",
            "dpfast.random", "dpfast.datasets", "dpfast.histograms", "dpfast.postprocess",
            "dpfast.accuracy"]
 

@@ -25,6 +25,16 @@ from .noise import (
     uniform,
 )
 from .random import default_rng
+from .randomized import (
+    randomized_response,
+    randomized_response_categorical,
+    rr_categorical_probabilities,
+    rr_epsilon,
+    rr_estimate_counts,
+    rr_estimate_proportion,
+    rr_proportion_variance,
+    rr_response_probabilities,
+)
 from .selection import (
     exponential_mechanism,
     exponential_mechanism_utility_gap,
@@ -60,7 +70,15 @@ __all__ = [
     "noisy_counts",
     "permute_and_flip",
     "postprocess",
+    "randomized_response",
+    "randomized_response_categorical",
     "report_noisy_max",
+    "rr_categorical_probabilities",
+    "rr_epsilon",
+    "rr_estimate_counts",
+    "rr_estimate_proportion",
+    "rr_proportion_variance",
+    "rr_response_probabilities",
     "top_k",
     "uniform",
 ]

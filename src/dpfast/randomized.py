@@ -1,0 +1,613 @@
+"""Randomized response: local differential privacy for yes/no and categorical answers.
+
+Each respondent's answer is randomized on its own, so the guarantee is per person and holds
+even against whoever collects the responses (local DP). One call charges the accountant the
+scheme's epsilon once: each person's data enters one response, and responses of different
+people are independent, so the release of all of them is epsilon-DP for each person.
+
+Schemes
+-------
+Two-coin (``p=``), the textbook scheme: with probability ``p`` tell the truth; otherwise
+answer 1 with probability ``p`` (a second coin). The response probabilities are
+``P[1 | 0] = (1 - p) p`` and ``P[1 | 1] = p + (1 - p) p``, so the privacy loss is the log of
+the largest of ``P[1|1]/P[1|0] = (2 - p)/(1 - p)`` and ``P[0|0]/P[0|1] = 1 + p/(1 - p)**2``:
+``ln(1 + p/(1 - p)**2)`` when ``p >= 1/2`` (``p = 0.5`` gives ``ln 3``, ``p = 0.8`` gives
+``ln 21``) and ``ln((2 - p)/(1 - p))`` below (see :func:`rr_epsilon`).
+
+Symmetric (``epsilon=``): keep the true bit with probability ``e**eps / (1 + e**eps)``, else
+flip it; exactly ``eps``-DP.
+
+k-ary (generalized) randomized response (:func:`randomized_response_categorical`): keep the
+true category with probability ``e**eps / (e**eps + k - 1)``, else report one of the other
+``k - 1`` uniformly; exactly ``eps``-DP.
+
+Floating point
+--------------
+Every coin compares a full-precision uniform ``U`` (:func:`dpfast.uniform`) with a double
+threshold ``t``; since ``U`` is the real uniform rounded down to a double, ``P[U < t] = t``
+exactly, so the response probabilities are exactly the formulas above evaluated at the
+doubles used. The keep probability for ``epsilon=`` is chosen as a double whose exact odds
+ratio does not exceed ``e**eps`` (a few units of 2**-53 below the real-number value), and
+:func:`rr_epsilon` rounds the exact log-ratio *up*, so the charged epsilon is never below the
+mechanism's true privacy loss. The uniform choice among the other ``k - 1`` categories uses
+``numpy.random.Generator(ChaCha20).integers``, which is exactly uniform (rejection sampling
+on the ChaCha20 keystream) where ``floor(U * (k - 1))`` would not be.
+
+Estimators
+----------
+Responses are post-processing-free to analyse. :func:`rr_estimate_proportion` and
+:func:`rr_estimate_counts` invert the response probabilities to get unbiased estimates of
+the true proportion of ones / true category counts, and return an unbiased estimate of
+their variance. The variance is over the mechanism's randomness with the respondents'
+true answers fixed (what a DP release of *this* dataset is uncertain about); if the
+respondents are a random sample of a larger population and the population proportion is
+the target, add the sampling variance ``pi (1 - pi) / n`` as well.
+"""
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+from . import noise as _noise
+from . import random as _random
+from . import validation as _v
+from .accountant import resolve_accountant
+from .histograms import _category_codes
+
+__all__ = [
+    "randomized_response",
+    "randomized_response_categorical",
+    "rr_epsilon",
+    "rr_response_probabilities",
+    "rr_categorical_probabilities",
+    "rr_estimate_proportion",
+    "rr_proportion_variance",
+    "rr_estimate_counts",
+]
+
+# Respondents per kernel call: bounds the temporary uniforms at 32 MiB whatever the input
+# size; a constant, so a seed gives the same output for any input length split.
+_CHUNK = 2**22
+
+
+# -- privacy parameters ----------------------------------------------------------------------
+
+def _ratio_bits(p):
+    """Exact (as fractions of the double p) largest response-probability ratio of the
+    two-coin scheme."""
+    f = Fraction(p)
+    q = 1 - f
+    p1_0, p1_1 = q * f, f + q * f           # P[1|0], P[1|1]
+    p0_1, p0_0 = 1 - p1_1, 1 - p1_0         # P[0|1] = (1-p)^2, P[0|0]
+    return max(p1_1 / p1_0, p0_0 / p0_1)
+
+
+def _log_up(ratio):
+    """A double >= ln(ratio) for an exact Fraction ratio > 1, at most a few ulps above."""
+    r = float(ratio)
+    if Fraction(r) < ratio:                 # make r >= ratio before taking the log
+        r = math.nextafter(r, math.inf)
+    # libm's log is within 1 ulp; one step up covers it, a second covers a 1-ulp libm.
+    return math.nextafter(math.nextafter(math.log(r), math.inf), math.inf)
+
+
+def rr_epsilon(p):
+    """rr_epsilon(p)
+
+    The privacy loss of the two-coin randomized response with coin probability ``p``.
+
+    Parameters
+    ----------
+    p : float
+        In (0, 1): the probability of telling the truth, and of answering 1 when not.
+
+    Returns
+    -------
+    float
+        ``ln`` of the largest ratio of response probabilities between a true 0 and a true 1:
+        ``ln(1 + p/(1 - p)**2)`` for ``p >= 1/2``, ``ln((2 - p)/(1 - p))`` below. Computed
+        from the exact ratio at the double ``p`` and rounded up (by at most a few units in
+        the last place), so it is never below the true loss. This is what
+        :func:`randomized_response` charges for ``p=``.
+
+    Examples
+    --------
+    >>> import math
+    >>> import dpfast as dp
+    >>> from dpfast.randomized import rr_epsilon
+    >>> math.isclose(rr_epsilon(0.5), math.log(3), rel_tol=1e-15)
+    True
+    >>> math.isclose(rr_epsilon(0.8), math.log(21), rel_tol=1e-14)
+    True
+    """
+    x = _check_p(p, "rr_epsilon")
+    return _log_up(_ratio_bits(x))
+
+
+def _check_p(p, func):
+    # p = 1 always tells the truth (no privacy); p = 0 always answers 0 (useless, and the
+    # 0/0 ratio of the "1" response is undefined): both excluded.
+    return _v.check_real(p, "p", func, low=0.0, high=1.0)
+
+
+def _keep_probability(eps, k):
+    """The largest double q < 1 at or below the computed e^eps/(e^eps + k - 1) whose exact
+    odds ratio q (k - 1)/(1 - q) does not exceed e^eps (checked against a lower bound on
+    e^eps), so that the coins are eps-DP exactly, not up to rounding."""
+    # exp overflows past 709.78; beyond ~37 the double q is capped below 1 anyway, so a
+    # smaller exponent only lowers the bound we compare against (still a valid bound).
+    e_lo = math.nextafter(math.nextafter(math.exp(min(eps, 700.0)), 0.0), 0.0)
+    q = 1.0 / (1.0 + (k - 1) * math.exp(-eps))
+    q = min(q, math.nextafter(1.0, 0.0))
+    bound = Fraction(e_lo)
+    for _ in range(64):                     # a few steps at most; 64 is a safety stop
+        fq = Fraction(q)
+        if fq * (k - 1) <= bound * (1 - fq):
+            return q
+        q = math.nextafter(q, 0.0)
+    raise AssertionError("keep probability did not converge")  # pragma: no cover
+
+
+def _scheme(p, epsilon, func):
+    """Validated binary scheme, exactly one of p/epsilon given:
+    (P[1|0], P[1|1], P[1|1] - P[1|0], epsilon to charge, threshold of the coins)."""
+    if (p is None) == (epsilon is None):
+        raise ValueError(f"{func} needs exactly one of the 'p' and 'epsilon' parameters. "
+                         f"Got p={p!r}, epsilon={epsilon!r} instead.")
+    if p is not None:
+        x = _check_p(p, func)
+        lam0 = (1.0 - x) * x
+        # 1 - (1-p)^2 rounds once, where p + (1-p)p would round twice; the difference of
+        # the two exact probabilities is p itself, used unrounded as the slope.
+        return lam0, 1.0 - (1.0 - x) * (1.0 - x), x, _log_up(_ratio_bits(x)), x
+    eps = _v.check_epsilon(epsilon, func)
+    q = _keep_probability(eps, 2)
+    return 1.0 - q, q, q - (1.0 - q), eps, q
+
+
+def rr_response_probabilities(*, p=None, epsilon=None):
+    """rr_response_probabilities(*, p=None, epsilon=None)
+
+    The probabilities of answering 1 for a true 0 and for a true 1.
+
+    Parameters
+    ----------
+    p, epsilon : float
+        Exactly one, as for :func:`randomized_response`.
+
+    Returns
+    -------
+    (float, float)
+        ``(P[1 | 0], P[1 | 1])``: ``((1 - p) p, p + (1 - p) p)`` for the two-coin scheme,
+        ``(1 - q, q)`` with ``q`` the keep probability for ``epsilon=`` (the double the
+        mechanism uses, a few units of 2**-53 below ``e**eps / (1 + e**eps)``).
+
+    Examples
+    --------
+    >>> from dpfast.randomized import rr_response_probabilities
+    >>> rr_response_probabilities(p=0.5)
+    (0.25, 0.75)
+    """
+    func = "rr_response_probabilities"
+    lam0, lam1, _, _, _ = _scheme(p, epsilon, func)
+    return lam0, lam1
+
+
+def rr_categorical_probabilities(k, *, epsilon):
+    """rr_categorical_probabilities(k, *, epsilon)
+
+    Response probabilities of k-ary randomized response.
+
+    Parameters
+    ----------
+    k : int
+        Number of categories, >= 2.
+    epsilon : float
+        Privacy parameter, > 0.
+
+    Returns
+    -------
+    (float, float)
+        ``(q, r)``: the probability of reporting the true category, a double at most
+        ``e**eps / (e**eps + k - 1)`` whose odds ratio ``q (k - 1)/(1 - q)`` does not
+        exceed ``e**eps``, and ``r = (1 - q)/(k - 1)``, that of each other category.
+
+    Examples
+    --------
+    >>> from dpfast.randomized import rr_categorical_probabilities
+    >>> q, r = rr_categorical_probabilities(4, epsilon=1.0)
+    >>> round(q, 6), round(r, 6)
+    (0.475367, 0.174878)
+    """
+    func = "rr_categorical_probabilities"
+    kk = _check_k(k, func)
+    eps = _v.check_epsilon(epsilon, func)
+    q = _keep_probability(eps, kk)
+    return q, (1.0 - q) / (kk - 1)
+
+
+def _check_k(k, func):
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+        raise _v._fail(TypeError, "k", func, "an int >= 2", k)
+    if not 2 <= k <= 2**62:
+        raise _v._fail(ValueError, "k", func, "an int >= 2", k)
+    return int(k)
+
+
+# -- mechanisms ------------------------------------------------------------------------------
+
+def _check_bits(bits, func, name="bits"):
+    """uint8 C-contiguous 0/1 array from bool, integer or float 0/1 data; ValueError naming
+    the first other entry (NaN included), TypeError for non-numeric data."""
+    try:
+        arr = np.asarray(bits)
+    except (TypeError, ValueError, OverflowError):
+        raise _v._fail(TypeError, name, func, "an array of 0/1 or bools", bits) from None
+    kind = arr.dtype.kind
+    if kind == "b":
+        return np.asarray(arr, dtype=np.uint8, order="C")
+    if kind not in "iuf":
+        raise _v._fail(TypeError, name, func, "an array of 0/1 or bools, not dtype "
+                       f"{arr.dtype}", bits)
+    ok = (arr == 0) | (arr == 1)            # NaN compares False: reported as bad
+    if not ok.all():
+        idx = tuple(int(i) for i in np.unravel_index(int(np.argmin(ok)), arr.shape))
+        raise ValueError(f"The {name!r} parameter of {func} must contain only 0 and 1. "
+                         f"Got {arr[idx].item()!r} at index {idx} instead.")
+    return np.asarray(arr, dtype=np.uint8, order="C")
+
+
+def randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None,
+                        threads=None):
+    """randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None, threads=None)
+
+    Randomize each respondent's yes/no answer (local differential privacy).
+
+    Parameters
+    ----------
+    bits : array_like of bool or 0/1
+        One true answer per respondent (any shape). Integer or float data must be exactly
+        0 or 1.
+    p : float, optional
+        Two-coin scheme: tell the truth with probability ``p``, else answer 1 with
+        probability ``p``. In (0, 1); charges :func:`rr_epsilon` ``(p)`` (``ln 3`` at 0.5,
+        ``ln 21`` at 0.8).
+    epsilon : float, optional
+        Symmetric scheme: keep the true answer with probability ``e**eps / (1 + e**eps)``,
+        else flip it; charges ``epsilon``. Exactly one of ``p`` and ``epsilon``.
+    accountant : Accountant, optional
+        Charged once per call; default :func:`dpfast.default_accountant`.
+    rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
+        Source of the coins; a seed is for tests only (same seed, same coins).
+    threads : int, optional
+        Threads for drawing the coins; the output does not depend on it.
+
+    Returns
+    -------
+    ndarray of uint8 or int
+        The noisy answers, 0 or 1, with the shape of ``bits`` (an int for a scalar).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid argument (entries other than 0/1, NaN, both or neither of ``p`` and
+        ``epsilon``, ``p`` outside (0, 1), ``epsilon <= 0``, ...), before anything is charged
+        or drawn.
+    BudgetExceededError
+        If the accountant cannot afford the epsilon; nothing is drawn.
+
+    Notes
+    -----
+    The guarantee is per respondent: each person's answer affects only their own response,
+    so the whole output is epsilon-DP for each person, and the accountant is charged epsilon
+    once, whatever the number of respondents. Estimate the true proportion with
+    :func:`rr_estimate_proportion`, passing the same ``p`` or ``epsilon``.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> acct = dp.Accountant()
+    >>> noisy = dp.randomized_response([1, 0, 1, 1], p=0.5, accountant=acct, rng=3)
+    >>> noisy.dtype, noisy.shape
+    (dtype('uint8'), (4,))
+    >>> round(acct.spent[0], 12)            # ln 3
+    1.098612288668
+    """
+    func = "randomized_response"
+    _, _, _, charge, t = _scheme(p, epsilon, func)
+    two_coin = p is not None
+    data = _check_bits(bits, func)
+    acct = resolve_accountant(accountant, func)
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+
+    flat = data.reshape(-1)
+    out = np.empty_like(flat)               # a MemoryError here costs no budget
+    acct.spend(charge, 0.0, label=func)
+    for start in range(0, flat.size, _CHUNK):
+        b = flat[start:start + _CHUNK]
+        u = _noise.uniform(b.size, rng=bitgen, threads=nthreads)
+        if two_coin:
+            # First coin: truth with probability p. Only the others need the second coin,
+            # so draw it for them alone (a fifth of the respondents at p = 0.8).
+            o = b.copy()
+            lie = np.flatnonzero(u >= t)
+            second = _noise.uniform(lie.size, rng=bitgen, threads=nthreads)
+            o[lie] = second < t
+        else:
+            # Flip when the keep coin fails: XOR with the failure indicator.
+            o = b ^ (u >= t).view(np.uint8)
+        out[start:start + b.size] = o
+    if data.ndim == 0:
+        return int(out[0])
+    return out.reshape(data.shape)
+
+
+def randomized_response_categorical(values, categories, *, epsilon, accountant=None,
+                                    rng=None, threads=None):
+    """randomized_response_categorical(values, categories, *, epsilon, accountant=None, rng=None, threads=None)
+
+    k-ary (generalized) randomized response for categorical answers.
+
+    Each respondent's true category is reported with probability ``e**eps/(e**eps + k - 1)``;
+    otherwise one of the other ``k - 1`` categories is reported, uniformly. Exactly
+    ``eps``-DP for each respondent.
+
+    Parameters
+    ----------
+    values : array_like, pandas Series or Categorical
+        One true category per respondent; every value must be in ``categories``.
+    categories : sequence or int
+        The public list of the ``k >= 2`` possible answers (public: not taken from the
+        data), or an int ``k`` when ``values`` are already codes ``0..k-1``.
+    epsilon : float
+        Privacy parameter, > 0; charged once per call.
+    accountant, rng, threads
+        As for :func:`randomized_response`.
+
+    Returns
+    -------
+    ndarray of int64
+        The reported category of each respondent as its index into ``categories`` (the
+        shape of ``values``); ``numpy.asarray(categories)[codes]`` gives the values, and
+        :func:`rr_estimate_counts` takes the codes directly.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid argument (a value outside ``categories``, repeated or fewer than two
+        categories, ``epsilon <= 0``, ...), before anything is charged or drawn. The error
+        for a value outside the categories gives its position, not the value, since error
+        messages end up in logs.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``; nothing is drawn.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> from dpfast.randomized import randomized_response_categorical
+    >>> acct = dp.Accountant()
+    >>> codes = randomized_response_categorical(["a", "c", "b", "a"], ["a", "b", "c"],
+    ...                                         epsilon=1.0, accountant=acct, rng=5)
+    >>> codes.dtype, codes.shape, acct.spent
+    (dtype('int64'), (4,), (1.0, 0.0))
+    """
+    func = "randomized_response_categorical"
+    eps = _v.check_epsilon(epsilon, func)
+    if isinstance(categories, numbers.Integral) and not isinstance(categories,
+                                                                   (bool, np.bool_)):
+        k = _check_k(categories, func)
+        cats = range(k)
+    else:
+        if isinstance(categories, (str, bytes, set, frozenset, dict)) \
+                or not hasattr(categories, "__len__"):
+            raise TypeError(f"The 'categories' parameter of {func} must be an ordered "
+                            f"sequence of categories or an int. Got {categories!r} instead.")
+        cats = list(categories)
+        if len(cats) < 2:
+            raise ValueError(f"The 'categories' parameter of {func} must have at least 2 "
+                             f"categories. Got {cats!r} instead.")
+        k = len(cats)
+    if isinstance(cats, list) and any(isinstance(c, float) and math.isnan(c) for c in cats):
+        # NaN never equals itself, so no value could be matched to it.
+        raise ValueError(f"The 'categories' parameter of {func} must not contain NaN. "
+                         f"Got {cats!r} instead.")
+    arr = values if isinstance(values, np.ndarray) else None
+    if isinstance(cats, range) and arr is not None and arr.dtype.kind in "iu":
+        # Codes already: skip the sort-based lookup (seconds at 10^7 values).
+        codes = np.asarray(arr, dtype=np.int64).reshape(-1).copy()
+        codes[(codes < 0) | (codes >= k)] = -1
+    else:
+        codes = _category_codes(values, cats, func)
+    bad = np.flatnonzero(codes < 0)
+    if bad.size:
+        raise ValueError(f"The 'values' parameter of {func} must contain only values in "
+                         f"'categories'. Got a value outside them at record {bad[0]} "
+                         "instead.")
+    shape = np.shape(values)
+    if math.prod(shape) != codes.size:      # e.g. a pandas Categorical: keep it flat
+        shape = codes.shape
+    acct = resolve_accountant(accountant, func)
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+    q = _keep_probability(eps, k)
+
+    out = np.empty_like(codes)
+    acct.spend(eps, 0.0, label=func)
+    gen = np.random.Generator(bitgen)       # exact integers from the same ChaCha20 stream
+    for start in range(0, codes.size, _CHUNK):
+        c = codes[start:start + _CHUNK]
+        u = _noise.uniform(c.size, rng=bitgen, threads=nthreads)
+        o = c.copy()
+        lie = np.flatnonzero(u >= q)
+        # j uniform in 0..k-2, skipping the true category: uniform over the other k - 1.
+        j = gen.integers(0, k - 1, size=lie.size, dtype=np.int64)
+        o[lie] = j + (j >= c[lie])
+        out[start:start + c.size] = o
+    return out.reshape(shape)
+
+
+# -- estimators ------------------------------------------------------------------------------
+
+def rr_estimate_proportion(noisy_bits, *, p=None, epsilon=None):
+    """rr_estimate_proportion(noisy_bits, *, p=None, epsilon=None)
+
+    Unbiased estimate of the true proportion of ones from randomized responses.
+
+    Parameters
+    ----------
+    noisy_bits : array_like of bool or 0/1
+        The output of :func:`randomized_response` (post-processing: costs no budget).
+    p, epsilon : float
+        Exactly one: the parameter the responses were made with.
+
+    Returns
+    -------
+    estimate : float
+        ``(mean - P[1|0]) / (P[1|1] - P[1|0])``; unbiased, and may fall outside [0, 1]
+        (clip it for display only: clipping biases it).
+    variance : float
+        Unbiased, non-negative estimate of the estimator's variance over the mechanism's
+        coins (true answers fixed); see :func:`rr_proportion_variance`.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> from dpfast.randomized import rr_estimate_proportion
+    >>> truth = [1] * 3000 + [0] * 7000
+    >>> noisy = dp.randomized_response(truth, epsilon=1.0, accountant=dp.Accountant(),
+    ...                                rng=11)
+    >>> est, var = rr_estimate_proportion(noisy, epsilon=1.0)
+    >>> abs(est - 0.3) < 5 * var ** 0.5
+    True
+    """
+    func = "rr_estimate_proportion"
+    lam0, lam1, slope, _, _ = _scheme(p, epsilon, func)
+    data = _check_bits(noisy_bits, func, "noisy_bits")
+    if data.size == 0:
+        raise ValueError(f"The 'noisy_bits' parameter of {func} must have at least one "
+                         "response. Got an empty array instead.")
+    n = data.size
+    ybar = np.count_nonzero(data) / n
+    est = (ybar - lam0) / slope
+    # Var(mean) = [pi l1(1-l1) + (1-pi) l0(1-l0)]/n is linear in pi, so evaluating it at
+    # the unbiased estimate is unbiased; as a line in the mean it is l0 l1 + mean (1-l0-l1),
+    # non-negative at mean = 0 and 1, hence for every possible mean.
+    var = (lam0 * lam1 + ybar * (1.0 - lam0 - lam1)) / (n * slope * slope)
+    return float(est), float(max(var, 0.0))
+
+
+def rr_proportion_variance(proportion, n, *, p=None, epsilon=None):
+    """rr_proportion_variance(proportion, n, *, p=None, epsilon=None)
+
+    Exact variance of :func:`rr_estimate_proportion` for ``n`` respondents of whom a
+    fraction ``proportion`` truly answer 1.
+
+    Parameters
+    ----------
+    proportion : float
+        True proportion of ones, in [0, 1].
+    n : int
+        Number of respondents, >= 1.
+    p, epsilon : float
+        Exactly one, as for :func:`randomized_response`.
+
+    Returns
+    -------
+    float
+        ``[pi l1 (1 - l1) + (1 - pi) l0 (1 - l0)] / (n (l1 - l0)**2)`` with
+        ``l0, l1 = P[1|0], P[1|1]``: the variance over the mechanism's coins with the true
+        answers fixed. For a random sample from a population, the variance about the
+        population proportion is this plus ``pi (1 - pi)/n``.
+
+    Examples
+    --------
+    >>> from dpfast.randomized import rr_proportion_variance
+    >>> round(rr_proportion_variance(0.5, 1000, p=0.5), 8)
+    0.00075
+    """
+    func = "rr_proportion_variance"
+    lam0, lam1, slope, _, _ = _scheme(p, epsilon, func)
+    pi = _v.check_real(proportion, "proportion", func, low=0.0, high=1.0, low_open=False,
+                       high_open=False)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise _v._fail(TypeError, "n", func, "an int >= 1", n)
+    if n < 1:
+        raise _v._fail(ValueError, "n", func, "an int >= 1", n)
+    v = pi * lam1 * (1 - lam1) + (1 - pi) * lam0 * (1 - lam0)
+    return v / (int(n) * slope * slope)
+
+
+def rr_estimate_counts(noisy_codes, k, *, epsilon, covariance=False):
+    """rr_estimate_counts(noisy_codes, k, *, epsilon, covariance=False)
+
+    Unbiased estimates of the true category counts from k-ary randomized responses.
+
+    Parameters
+    ----------
+    noisy_codes : array_like of int
+        The codes returned by :func:`randomized_response_categorical`, in ``0..k-1``.
+    k : int
+        Number of categories, >= 2.
+    epsilon : float
+        The epsilon the responses were made with.
+    covariance : bool, optional
+        Return the full ``k x k`` covariance estimate instead of the per-category variances.
+
+    Returns
+    -------
+    counts : ndarray of float64, shape (k,)
+        ``(m_j - r n) / (q - r)`` with ``m_j`` the reported counts and ``q, r`` from
+        :func:`rr_categorical_probabilities`. Unbiased; entries may be negative and they sum
+        to ``n``.
+    variance : ndarray of float64, shape (k,) or (k, k)
+        Unbiased estimate of ``Var(counts_j) = [n r (1 - r) + n_j (q - r)(1 - q - r)] /
+        (q - r)**2`` (non-negative), or of the covariance matrix, over the mechanism's coins
+        with the true answers fixed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> from dpfast.randomized import (randomized_response_categorical,
+    ...                                         rr_estimate_counts)
+    >>> truth = np.repeat([0, 1, 2], [5000, 3000, 2000])
+    >>> codes = randomized_response_categorical(truth, 3, epsilon=2.0,
+    ...                                         accountant=dp.Accountant(), rng=2)
+    >>> counts, var = rr_estimate_counts(codes, 3, epsilon=2.0)
+    >>> bool(np.all(np.abs(counts - [5000, 3000, 2000]) < 5 * np.sqrt(var)))
+    True
+    """
+    func = "rr_estimate_counts"
+    kk = _check_k(k, func)
+    eps = _v.check_epsilon(epsilon, func)
+    cov = _v.check_bool(covariance, "covariance", func)
+    codes, is_int = _v.check_data(noisy_codes, "noisy_codes", func)
+    codes = codes.reshape(-1)
+    if codes.size == 0:
+        raise ValueError(f"The 'noisy_codes' parameter of {func} must have at least one "
+                         "response. Got an empty array instead.")
+    if not is_int:
+        raise _v._fail(TypeError, "noisy_codes", func, "integer codes in [0, k)",
+                       noisy_codes)
+    lo, hi = int(codes.min()), int(codes.max())
+    if lo < 0 or hi >= kk:
+        raise ValueError(f"The 'noisy_codes' parameter of {func} must contain codes in "
+                         f"[0, {kk}) (k={kk}). Got {lo if lo < 0 else hi!r} instead.")
+    q = _keep_probability(eps, kk)
+    r = (1.0 - q) / (kk - 1)
+    d = q - r
+    n = codes.size
+    m = np.bincount(codes, minlength=kk).astype(np.float64)
+    est = (m - r * n) / d
+    # Cov(m) = diag(mu) - n r^2 J - r d (1 n' + n 1') - d^2 diag(n_true) is linear in the
+    # true counts, so plugging in the unbiased estimate is unbiased. The diagonal,
+    # n r(1-r) + n_j d (1-q-r), is linear in m_j and non-negative at m_j = 0 and n.
+    if not cov:
+        var = (n * r * (1 - r) + est * d * (1 - q - r)) / (d * d)
+        return est, np.maximum(var, 0.0)
+    mu = r * n + d * est                      # = m
+    c = np.diag(mu - d * d * est) - n * r * r
+    c -= r * d * (est[None, :] + est[:, None])
+    return est, c / (d * d)
