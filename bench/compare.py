@@ -1,6 +1,6 @@
 """Side-by-side throughput of dpfast and numpy, measured in one run.
 
-    python bench/compare.py [--suite sampling|histogram|selection|all] [--n 10000000]
+    python bench/compare.py [--suite sampling|histogram|selection|gaussian|all] [--n 10000000]
                             [--records 100000000] [--candidates 1000000 10000000]
                             [--repeats 9] [--markdown]
 
@@ -11,12 +11,15 @@ them alike) and the ratio baseline-time / dpfast-time ("x faster") for:
 - histogram: --records integer-coded records into 1,000 bins, fused dp.histogram (count +
   noise) vs np.histogram alone (no noise) and vs np.bincount + Generator.laplace, and
   diffprivlib's tools.histogram if it is installed;
+- gaussian: dp.gaussian and dp.discrete_gaussian vs numpy's Generator.normal, and
+  dp.randomized_response vs a numpy version, on --n items;
 - selection: --candidates utilities, dp.exponential_mechanism vs numpy's exp/normalise/
   choice, Gumbel and exponential-noise dp.report_noisy_max vs numpy's argmax(u + gumbel),
   and OpenDP's noisy max if it is installed.
 numpy's samplers and counting are single-threaded.
 """
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -144,6 +147,29 @@ def selection_cases(n):
     return out
 
 
+def gaussian_cases(n):
+    """Gaussian noise and randomized response on n items against numpy."""
+    gen = np.random.Generator(np.random.PCG64(21))
+    cha = dp.ChaCha20(22)
+    bits = (np.arange(n) % 3 == 0).astype(np.uint8)
+    acct = dp.Accountant()
+    out = [
+        ("numpy Generator.normal", 1, None, lambda: gen.normal(0.0, 1.0, n)),
+        ("numpy randomized response", 1, None,
+         lambda: np.where(gen.random(n) < 0.75, bits, 1 - bits)),
+    ]
+    for threads in (1, 2):
+        out.append(("dp.gaussian", threads, "numpy Generator.normal",
+                    lambda t=threads: dp.gaussian(1.0, n, rng=cha, threads=t)))
+        out.append(("dp.discrete_gaussian", threads, "numpy Generator.normal",
+                    lambda t=threads: dp.discrete_gaussian(100.0, n, rng=cha, threads=t)))
+        out.append(("dp.randomized_response", threads, "numpy randomized response",
+                    lambda t=threads: dp.randomized_response(bits, epsilon=math.log(3),
+                                                             accountant=acct, rng=cha,
+                                                             threads=t)))
+    return out
+
+
 def reps_of(name, n):
     """Items one call of the case handles."""
     return max(1, n // 2**16) * 2**16 if "2^16/call" in name else n
@@ -171,7 +197,7 @@ def measure(todo, n, repeats):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--suite", choices=["sampling", "histogram", "selection", "all"],
+    p.add_argument("--suite", choices=["sampling", "histogram", "selection", "gaussian", "all"],
                    default="all")
     p.add_argument("--candidates", type=int, nargs="+", default=[10**6, 10**7])
     p.add_argument("--n", type=int, default=10**7)
@@ -191,6 +217,11 @@ def main(argv=None):
     if args.suite in ("histogram", "all"):
         rows = measure(histogram_cases(args.records), args.records, args.repeats)
         print(f"{args.records:,} integer-coded records into 1,000 bins, epsilon 1; ns/record, "
+              f"median of {args.repeats} interleaved repeats\n")
+        report(rows, args.markdown)
+    if args.suite in ("gaussian", "all"):
+        rows = measure(gaussian_cases(args.n), args.n, args.repeats)
+        print(f"\nGaussian noise and randomized response, {args.n:,} items per call; ns/item, "
               f"median of {args.repeats} interleaved repeats\n")
         report(rows, args.markdown)
     if args.suite in ("selection", "all"):

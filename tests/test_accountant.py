@@ -405,3 +405,406 @@ def test_with_blocks_in_different_threads_are_independent():
         t.join()
     assert seen == {"a": a, "b": b}
     assert a.spent == (0.5, 0.0) and b.spent == (0.25, 0.0)
+
+
+# -- acceptance: concurrent spends never overrun ---------------------------------------
+def test_sixteen_threads_race_for_forty_quarters(fast_thread_switching):
+    acct = dp.Accountant(epsilon=10.0)
+    assert _spend_concurrently(acct, 16, 1000, 0.25) == 40
+    assert acct.spent == (10.0, 0.0)
+    assert len(acct) == 40
+
+
+# -- parallel composition --------------------------------------------------------------
+def test_parallel_block_of_a_hundred_costs_its_maximum():
+    acct = dp.Accountant(epsilon=1.0)
+    with acct.parallel() as block:
+        for i in range(100):
+            acct.spend(1.0, label=i)
+    assert acct.spent == (1.0, 0.0) and block.cost == (1.0, 0.0)
+    assert len(acct) == 100
+    assert [e.charged for e in acct.ledger] == [(1.0, 0.0)] + [(0.0, 0.0)] * 99
+    assert all(e.block == block.path for e in acct.ledger)
+    with pytest.raises(dp.BudgetExceededError):
+        acct.spend(5e-324)  # the block used the whole budget
+
+
+def test_group_of_three_triples_a_parallel_block():
+    small = dp.Accountant(epsilon=2.999, group_size=3)
+    with small.parallel():
+        with pytest.raises(dp.BudgetExceededError):
+            small.spend(1.0)
+    assert small.spent == (0.0, 0.0) and len(small) == 0
+    acct = dp.Accountant(epsilon=3.0, group_size=3)
+    with acct.parallel():
+        for _ in range(100):
+            acct.spend(1.0)
+    assert acct.spent == (3.0, 0.0)
+    assert acct.group_size == 3
+
+
+def test_parallel_block_takes_epsilon_and_delta_maxima_separately():
+    acct = dp.Accountant(epsilon=1.0, delta=1e-5)
+    with acct.parallel():
+        acct.spend(0.5, 1e-6)
+        acct.spend(0.25, 3e-6)
+        acct.spend(0.125)
+    assert acct.spent == (0.5, 3e-6)
+
+
+def test_nested_blocks_have_hand_computed_costs():
+    acct = dp.Accountant(epsilon=10.0)
+    with acct.parallel(label="outer") as outer:
+        acct.spend(0.5, label="a")                          # partition A: 0.5
+        with acct.partition(label="B") as b:                # partition B: 0.25 + max(0.5, 0.125)
+            acct.spend(0.25, label="b1")
+            with acct.parallel(label="inner") as inner:
+                acct.spend(0.5, label="b2")
+                acct.spend(0.125, label="b3")
+            acct.spend(0.0625, label="b4")
+        with acct.parallel():                               # a parallel block as a partition
+            acct.spend(0.75, label="c")
+    assert inner.cost == (0.5, 0.0)
+    assert b.cost == (0.8125, 0.0)
+    assert outer.cost == (0.8125, 0.0)
+    acct.spend(0.1, label="after")
+    assert acct.spent == (0.9125, 0.0)
+    by_label = {e.label: e for e in acct.ledger}
+    assert by_label["a"].block == ("outer",)
+    assert by_label["b1"].block == ("outer", "B")
+    assert by_label["b2"].block == ("outer", "B", "inner")
+    assert by_label["c"].block[0] == "outer" and len(by_label["c"].block) == 2
+    assert by_label["after"].block == ()
+    charged = [e.charged[0] for e in acct.ledger]
+    # a=0.5; B grows 0.25 (no new max), 0.75 (+0.25), 0.75, 0.8125 (+0.0625); c: 0.75 (none).
+    assert charged == [0.5, 0.0, 0.25, 0.0, 0.0625, 0.0, 0.1]
+    assert sum(Fraction(repr(c)) for c in charged) == Fraction("0.9125")
+
+
+def test_parallel_blocks_in_sequence_add():
+    acct = dp.Accountant(epsilon=1.0)
+    for _ in range(2):
+        with acct.parallel():
+            acct.spend(0.5)
+            acct.spend(0.5)
+    assert acct.spent == (1.0, 0.0)
+    with pytest.raises(dp.BudgetExceededError):
+        with acct.parallel():
+            acct.spend(0.5)
+
+
+def test_failing_spend_inside_a_parallel_block_changes_nothing():
+    acct = dp.Accountant(epsilon=1.0)
+    with acct.parallel() as block:
+        acct.spend(0.9)
+        with acct.partition() as part:
+            acct.spend(0.6)
+            record = (acct.spent, acct.ledger, block.cost, part.cost)
+            assert not acct.check(0.5)
+            with pytest.raises(dp.BudgetExceededError) as info:
+                acct.spend(0.5)                   # the partition would cost 1.1
+            assert "parallel block" in str(info.value)
+            assert (acct.spent, acct.ledger, block.cost, part.cost) == record
+            assert acct.check(0.4)
+            acct.spend(0.4)                       # exactly fills it
+        with pytest.raises(dp.BudgetExceededError):
+            acct.spend(1.5)                       # a single partition over budget
+    assert acct.spent == (1.0, 0.0) and block.cost == (1.0, 0.0)
+    assert len(acct) == 3
+
+
+def test_check_sees_parallel_context_and_group_size():
+    acct = dp.Accountant(epsilon=2.0, group_size=2)
+    assert acct.check(1.0) and not acct.check(1.5)
+    acct.spend(0.5)                               # charged 1.0
+    with acct.parallel():
+        acct.spend(0.5)                           # charged 1.0: budget used up
+        assert acct.check(0.5)                    # another partition of 0.5 is free
+        assert not acct.check(0.75)
+    assert not acct.check(5e-324)
+    assert acct.spent == (2.0, 0.0) and len(acct) == 2
+
+
+def test_partition_outside_parallel_and_misuse_raise_runtime_error():
+    acct, other = dp.Accountant(), dp.Accountant()
+    with pytest.raises(RuntimeError):
+        with acct.partition():
+            pass
+    with acct.parallel():
+        with pytest.raises(RuntimeError):
+            with other.partition():               # the block belongs to another accountant
+                pass
+        with acct.partition():
+            with pytest.raises(RuntimeError):
+                with acct.partition():            # partitions nest only via parallel()
+                    pass
+    block = acct.parallel()
+    with block:
+        pass
+    with pytest.raises(RuntimeError):
+        block.__enter__()                         # blocks are single-use
+    outer, inner = acct.parallel(), acct.parallel()
+    outer.__enter__()
+    inner.__enter__()
+    try:
+        with pytest.raises(RuntimeError):
+            outer.__exit__(None, None, None)
+    finally:
+        inner.__exit__(None, None, None)
+        outer.__exit__(None, None, None)
+    assert acct.spent == (0.0, 0.0) and len(acct) == 0
+
+
+def test_parallel_block_does_not_affect_other_accountants():
+    a, b = dp.Accountant(epsilon=1.0), dp.Accountant(epsilon=1.0)
+    with a.parallel():
+        a.spend(0.5)
+        b.spend(0.5)
+        a.spend(0.5)
+        b.spend(0.5)
+    assert a.spent == (0.5, 0.0) and b.spent == (1.0, 0.0)
+    assert [e.block for e in b.ledger] == [(), ()]
+
+
+def test_mechanisms_inside_with_accountant_and_parallel_charge_the_maximum():
+    import numpy as np
+    data = np.arange(1000.0)
+    acct = dp.Accountant(epsilon=1.0)
+    with acct, acct.parallel():
+        for i, part in enumerate(np.array_split(data, 4)):   # disjoint slices
+            counts, _ = dp.histogram(part, bins=5, range=(0.0, 1000.0), epsilon=1.0,
+                                     rng=dp.ChaCha20(seed=i))
+            assert counts.shape == (5,)
+        dp.laplace_mechanism(float(data[:10].sum()), sensitivity=10.0, epsilon=0.5,
+                             rng=dp.ChaCha20(seed=9))
+    assert acct.spent == (1.0, 0.0)
+    assert [e.label for e in acct.ledger] == ["histogram"] * 4 + ["laplace_mechanism"]
+    assert len({e.block for e in acct.ledger}) == 1
+
+
+def test_threads_in_a_copied_context_are_partitions_others_are_sequential():
+    acct = dp.Accountant(epsilon=10.0)
+    with acct.parallel() as block:
+        ctx = contextvars.copy_context()
+        threads = [threading.Thread(target=ctx.run, args=(acct.spend, 1.0)) for _ in range(4)]
+        threads.append(threading.Thread(target=acct.spend, args=(2.0,)))  # fresh context
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert block.cost == (1.0, 0.0)
+    assert acct.spent == (3.0, 0.0)
+    assert sorted(e.block for e in acct.ledger) == [()] + [block.path] * 4
+
+
+def test_concurrent_spends_into_one_parallel_block(fast_thread_switching):
+    # Each thread's own partition sums its spends; the block costs the largest of them.
+    acct = dp.Accountant(epsilon=2.5)
+    start = threading.Barrier(8)
+    successes = [0] * 8
+
+    def worker(i):
+        with acct.partition():
+            start.wait()
+            for _ in range(500):
+                try:
+                    acct.spend(0.01 * (i + 1))
+                except dp.BudgetExceededError:
+                    continue
+                successes[i] += 1
+
+    with acct.parallel():
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker, i))
+                   for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    # Partition i holds floor(2.5 / (0.01 (i+1))) spends, capped at 500.
+    assert successes == [min(500, int(Fraction("2.5") / (Fraction("0.01") * (i + 1))))
+                         for i in range(8)]
+    assert acct.spent == (2.5, 0.0)
+
+
+# -- group privacy ---------------------------------------------------------------------
+@pytest.mark.parametrize("k, eps, delta", [(2, 0.5, 1e-7), (3, 1.0, 1e-8), (10, 0.1, 1e-9),
+                                           (5, 0.3, 1e-6)])
+def test_group_delta_is_a_tight_upper_bound(k, eps, delta):
+    import mpmath
+    mpmath.mp.dps = 50
+    acct = dp.Accountant(epsilon=100.0, delta=1.0, group_size=k)
+    acct.spend(eps, delta)
+    true = k * mpmath.exp((k - 1) * mpmath.mpf(Fraction(repr(eps)).numerator)
+                          / Fraction(repr(eps)).denominator) * mpmath.mpf(repr(delta))
+    charged = acct.spent[1]
+    assert true <= mpmath.mpf(charged) <= true * (1 + mpmath.mpf("1e-15"))
+    assert acct.spent[0] == float(k * Fraction(repr(eps)))
+    assert acct.ledger[0].charged == acct.spent
+
+
+def test_group_scaling_applies_to_whole_parallel_block_delta():
+    # Block (max eps, max delta) = (1.0, 1e-6), scaled once: 2 e^1 1e-6, not per partition.
+    import mpmath
+    acct = dp.Accountant(epsilon=10.0, delta=1e-3, group_size=2)
+    with acct.parallel():
+        acct.spend(0.25, 1e-6)
+        acct.spend(1.0)
+    assert acct.spent[0] == 2.0
+    true = 2 * mpmath.e * mpmath.mpf("1e-6")
+    assert true <= mpmath.mpf(acct.spent[1]) <= true * (1 + mpmath.mpf("1e-15"))
+
+
+def test_group_delta_overflow_never_fits():
+    acct = dp.Accountant(epsilon=1e6, delta=1.0, group_size=1000)
+    with pytest.raises(dp.BudgetExceededError):
+        acct.spend(10.0, 1e-300)   # 1000 e^9990 1e-300 is astronomically above 1
+    acct.spend(10.0)               # pure epsilon still fits: 10000
+    assert acct.spent == (10000.0, 0.0)
+
+
+# -- advanced composition --------------------------------------------------------------
+def _drv(eps_list, delta_prime):
+    """Independent high-precision advanced composition bound."""
+    import mpmath
+    mpmath.mp.dps = 50
+    es = [mpmath.mpf(repr(e)) for e in eps_list]
+    return (mpmath.sqrt(2 * mpmath.log(1 / mpmath.mpf(repr(delta_prime)))
+                        * sum(e * e for e in es))
+            + sum(e * mpmath.expm1(e) for e in es))
+
+
+@pytest.mark.parametrize("k, eps, delta_prime", [(1, 1.0, 1e-5), (100, 0.1, 1e-6),
+                                                 (1000, 0.01, 1e-9), (37, 0.3, 0.01)])
+def test_advanced_composition_matches_independent_computation(k, eps, delta_prime):
+    import mpmath
+    acct = dp.Accountant(delta=1.0)
+    for _ in range(k):
+        acct.spend(eps, 1e-8)
+    got_eps, got_delta = acct.advanced_composition(delta_prime)
+    true = (mpmath.sqrt(2 * k * mpmath.log(1 / mpmath.mpf(repr(delta_prime))))
+            * mpmath.mpf(repr(eps)) + k * mpmath.mpf(repr(eps)) * mpmath.expm1(repr(eps)))
+    assert true <= got_eps <= true * (1 + mpmath.mpf("1e-13"))
+    assert got_delta == float(k * Fraction("1e-8") + Fraction(repr(delta_prime)))
+    assert acct.spent == (float(k * Fraction(repr(eps))), float(k * Fraction("1e-8")))
+
+
+def test_advanced_composition_heterogeneous_and_parallel_units():
+    import mpmath
+    acct = dp.Accountant()
+    acct.spend(0.5)
+    with acct.parallel():          # one unit of 0.25
+        acct.spend(0.25)
+        acct.spend(0.125)
+    acct.spend(0.0625)
+    got = acct.advanced_composition(1e-6)[0]
+    true = _drv([0.5, 0.25, 0.0625], 1e-6)
+    assert true <= got <= true * (1 + mpmath.mpf("1e-13"))
+    assert dp.Accountant().advanced_composition(0.5) == (0.0, 0.5)
+
+
+def test_opt_in_advanced_composition_admits_more_spends_only_when_tighter():
+    import mpmath
+    budget, eps, delta_prime = 2.0, 0.01, 1e-6
+    acct = dp.Accountant(epsilon=budget, delta=1e-6, composition="advanced",
+                         delta_prime=delta_prime)
+    assert acct.composition == "advanced"
+    acct.spend(eps)
+    assert acct.spent == (0.01, 0.0)              # the sum is tighter here: reported as is
+    n = 1
+    while True:
+        try:
+            acct.spend(eps)
+        except dp.BudgetExceededError:
+            break
+        n += 1
+    # Independently: the largest k with the bound <= 2 (and far from the boundary).
+    def bound(k):  # the textbook homogeneous form
+        e = mpmath.mpf(repr(eps))
+        return (mpmath.sqrt(2 * k * mpmath.log(1 / mpmath.mpf(repr(delta_prime)))) * e
+                + k * e * mpmath.expm1(e))
+    k = max(k for k in range(1, 3000) if bound(k) <= budget)
+    assert bound(k) < budget - 1e-6 < budget + 1e-6 < bound(k + 1)
+    assert n == k and 200 < k
+    spent = acct.spent
+    assert spent[1] == 1e-6 and bound(k) <= spent[0] <= budget
+    assert acct.remaining == (float(Fraction(budget) - Fraction(spent[0])), 0.0)
+    assert len(acct) == k
+
+
+def test_opt_in_advanced_composition_keeps_the_sum_when_it_is_smaller():
+    acct = dp.Accountant(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=1e-5)
+    acct.spend(1.0)                               # bound would be ~6.5: basic fills exactly
+    assert acct.spent == (1.0, 0.0) and acct.remaining == (0.0, 1e-5)
+    assert not acct.check(5e-324)
+    with pytest.raises(dp.BudgetExceededError):
+        acct.spend(0.5)
+    assert acct.spent == (1.0, 0.0) and len(acct) == 1
+    # The basic accountant refuses the 201st spend that advanced composition allows.
+    basic = dp.Accountant(epsilon=2.0, delta=1e-6)
+    for _ in range(200):
+        basic.spend(0.01)
+    assert not basic.check(0.01)
+
+
+# -- validation of the new parameters --------------------------------------------------
+@pytest.mark.parametrize("kwargs, exc, name, got", [
+    (dict(group_size=0), ValueError, "group_size", "0"),
+    (dict(group_size=-2), ValueError, "group_size", "-2"),
+    (dict(group_size=1.5), TypeError, "group_size", "1.5"),
+    (dict(group_size=2.0), TypeError, "group_size", "2.0"),
+    (dict(group_size="2"), TypeError, "group_size", "'2'"),
+    (dict(group_size=None), TypeError, "group_size", "None"),
+    (dict(group_size=True), TypeError, "group_size", "True"),
+    (dict(composition="Advanced"), ValueError, "composition", "'Advanced'"),
+    (dict(composition=None), TypeError, "composition", "None"),
+    (dict(composition="advanced"), ValueError, "delta_prime", "None"),
+    (dict(delta_prime=1e-7), ValueError, "delta_prime", "1e-07"),
+    (dict(composition="advanced", delta_prime=0.0), ValueError, "delta_prime", "0.0"),
+    (dict(composition="advanced", delta_prime=1.0), ValueError, "delta_prime", "1.0"),
+    (dict(composition="advanced", delta_prime=float("nan")), ValueError, "delta_prime", "nan"),
+    (dict(composition="advanced", delta_prime="1e-7"), TypeError, "delta_prime", "'1e-7'"),
+    (dict(composition="advanced", delta_prime=1e-5), ValueError, "delta_prime", "1e-05"),
+])
+def test_new_constructor_parameters_are_validated(kwargs, exc, name, got):
+    with pytest.raises(exc) as info:
+        dp.Accountant(epsilon=1.0, delta=1e-6, **kwargs)
+    assert not isinstance(info.value, dp.BudgetExceededError)
+    if exc is ValueError:
+        assert not isinstance(info.value, TypeError)
+    msg = str(info.value)
+    assert f"'{name}'" in msg and got in msg[msg.find("Got"):], msg
+
+
+@pytest.mark.parametrize("call, exc, name, got", [
+    (lambda a: a.advanced_composition(0.0), ValueError, "delta_prime", "0.0"),
+    (lambda a: a.advanced_composition(1.5), ValueError, "delta_prime", "1.5"),
+    (lambda a: a.advanced_composition(None), TypeError, "delta_prime", "None"),
+    (lambda a: a.parallel(label=3), TypeError, "label", "3"),
+    (lambda a: a.partition(label=b"x"), TypeError, "label", "b'x'"),
+    (lambda a: a.check(0.0), ValueError, "epsilon", "0.0"),
+    (lambda a: a.check(0.1, 1.0), ValueError, "delta", "1.0"),
+])
+def test_new_method_arguments_are_validated_with_nothing_spent(call, exc, name, got):
+    acct = dp.Accountant(epsilon=1.0, delta=1e-6)
+    acct.spend(0.25, label="earlier")
+    before = (acct.spent, acct.ledger)
+    with acct.parallel():
+        with pytest.raises(exc) as info:
+            call(acct)
+    msg = str(info.value)
+    assert f"'{name}'" in msg and got in msg[msg.find("Got"):], msg
+    assert (acct.spent, acct.ledger) == before
+
+
+def test_ledger_entries_stay_three_tuples():
+    acct = dp.Accountant(epsilon=1.0)
+    with acct.parallel(label="p"):
+        acct.spend(0.5, label="x")
+    (entry,) = acct.ledger
+    assert isinstance(entry, dp.accountant.LedgerEntry) and len(entry) == 3
+    eps, delta, label = entry
+    assert (eps, delta, label) == (0.5, 0.0, "x") == (entry.epsilon, entry.delta, entry.label)
+    assert entry.block == ("p",) and entry.charged == (0.5, 0.0)
+    import pickle
+    again = pickle.loads(pickle.dumps(entry))
+    assert again == entry and again.block == entry.block and again.charged == entry.charged

@@ -9,17 +9,30 @@ round-trips the float (``0.1`` is one tenth) and summed as a fraction, so ten sp
 exhaust a budget of 1.0 exactly and an eleventh fails. (The mechanisms' own floating-point
 effects are bounded separately; see :func:`dpfast.laplace_privacy_loss`.)
 
-Composition implemented here is sequential (epsilons add, deltas add). Spends are recorded
-as ledger entries so that parallel, group and advanced composition can be layered on top.
+Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy", 3.5):
+
+- sequential: epsilons add and deltas add (exact);
+- parallel: ``with acct.parallel():`` -- spends on disjoint partitions of the data cost the
+  largest epsilon and the largest delta among the partitions (exact);
+- group privacy: ``Accountant(..., group_size=k)`` protects groups of k records; each
+  outermost charge (eps, delta) becomes (k*eps, k*exp((k-1)*eps)*delta), the delta term
+  rounded up;
+- advanced composition (Dwork, Rothblum & Vadhan 2010): reported by
+  :meth:`Accountant.advanced_composition`, and used for budget checks when the caller opts in
+  with ``composition="advanced"`` and it is tighter than the sequential sum.
 """
 import contextvars
 import math
+import numbers
 import threading
 from fractions import Fraction
+from typing import NamedTuple
 
 from . import validation as _v
 
-__all__ = ["Accountant", "BudgetExceededError", "default_accountant"]
+__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "default_accountant"]
+
+_ZERO = (Fraction(0), Fraction(0))
 
 
 class BudgetExceededError(ValueError):
@@ -35,8 +48,195 @@ def _float(x):
     return x if isinstance(x, float) else float(x)
 
 
+def _up(x, ulps=1):
+    """``x`` moved ``ulps`` floats towards +inf.
+
+    Correctly rounded operations (+, *, sqrt) are within half an ulp, so one step up gives an
+    upper bound; libm's exp/expm1/log are not correctly rounded but are within one ulp on
+    the platforms we support, so their results are moved up two steps.
+    """
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _float_up(x):
+    """The smallest float >= the fraction ``x`` (inf if it is beyond the float range)."""
+    if isinstance(x, float):
+        return x
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf
+    if math.isfinite(f) and Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def _exp_up(x):
+    """An upper bound on exp(x) for a fraction x >= 0, as a float (inf on overflow)."""
+    try:
+        return _up(math.exp(_float_up(x)), 2)
+    except OverflowError:
+        return math.inf
+
+
+def _loss_term(eps):
+    """Upper bound on eps * (e^eps - 1), the mean privacy loss term of advanced composition,
+    as a Fraction, or None when it is beyond the float range."""
+    if eps == 0:
+        return Fraction(0)
+    x = _float_up(eps)
+    try:
+        m = _up(math.expm1(x), 2)
+    except OverflowError:
+        return None
+    if math.isinf(m) or math.isinf(x):
+        return None
+    return Fraction(x) * Fraction(m)
+
+
+def _log_inv_up(delta_prime):
+    """Upper bound on ln(1/delta_prime), as a Fraction."""
+    return Fraction(_up(-math.log(delta_prime), 2))
+
+
+def _advanced_epsilon(sum_sq, loss, n_inf, log_inv):
+    """sqrt(2 ln(1/delta') * sum eps_i^2) + sum eps_i (e^eps_i - 1), rounded up.
+
+    ``sum_sq`` is exact, ``loss`` an exact sum of upper bounds, ``n_inf`` the number of loss
+    terms that overflowed (making the bound infinite).
+    """
+    if n_inf:
+        return math.inf
+    if sum_sq == 0:
+        return loss
+    root = _up(math.sqrt(_float_up(2 * log_inv * sum_sq)))
+    return math.inf if math.isinf(root) else Fraction(root) + loss
+
+
+class _LedgerFields(NamedTuple):
+    epsilon: float
+    delta: float
+    label: object
+
+
+class LedgerEntry(_LedgerFields):
+    """LedgerEntry(epsilon, delta, label=None, block=(), charged=(0.0, 0.0))
+
+    One spend: the (epsilon, delta) asked for and its label.
+
+    It is a 3-tuple, so code that unpacks ``eps, delta, label`` or compares entries with
+    plain tuples keeps working; where the spend happened and what it cost are attributes
+    outside the tuple (they take no part in comparisons):
+
+    ``block``
+        The path of open ``parallel()``/``partition()`` blocks, outermost first (``()`` for a
+        spend outside any block).
+    ``charged``
+        What this spend added to the sequential total, as (epsilon, delta) floats: the
+        increase of its outermost block's cost (often 0 inside a parallel block), after
+        group scaling.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> with acct.parallel(label="shards"):
+    ...     acct.spend(0.5, label="a")
+    ...     acct.spend(0.25, label="b")
+    >>> entry = acct.ledger[1]
+    >>> entry == (0.25, 0.0, "b"), entry.block, entry.charged
+    (True, ('shards',), (0.0, 0.0))
+    """
+
+    # No __slots__: a tuple subclass cannot have non-empty ones, and the two attributes
+    # below must stay out of the tuple for backward compatibility.
+    def __new__(cls, epsilon, delta, label=None, block=(), charged=(0.0, 0.0)):
+        self = super().__new__(cls, epsilon, delta, label)
+        self.block = block
+        self.charged = charged
+        return self
+
+    def __repr__(self):
+        return (f"LedgerEntry(epsilon={self.epsilon!r}, delta={self.delta!r}, "
+                f"label={self.label!r}, block={self.block!r}, charged={self.charged!r})")
+
+    def __reduce__(self):
+        return (LedgerEntry, (*self, self.block, self.charged))
+
+
+_PARALLEL, _PARTITION = "parallel", "partition"
+
+# Open parallel()/partition() blocks of every accountant, innermost last. A context variable,
+# like the default-accountant stack, so each thread and asyncio task has its own.
+_blocks = contextvars.ContextVar("dpfast_accountant_blocks", default=())
+
+
+class _Block:
+    """A parallel block or a partition (one branch of a parallel block); see
+    :meth:`Accountant.parallel` and :meth:`Accountant.partition`."""
+
+    def __init__(self, acct, kind, label):
+        self._acct = acct
+        self._kind = kind
+        self._label = label
+        self._parent = None
+        self._path = None
+        # Cost for one individual (before group scaling): the sum of the children for a
+        # partition, the componentwise maximum over the children for a parallel block.
+        self._cost = _ZERO
+        # For an outermost block only: its group-scaled cost, as charged to the accountant.
+        self._charged = _ZERO
+        self._unit = None       # its index in Accountant._units, once it has been charged
+        self._entered = False
+
+    @property
+    def cost(self):
+        """(epsilon, delta) of this block so far, for one individual (before group scaling)."""
+        with self._acct._lock:
+            return _float(self._cost[0]), _float(self._cost[1])
+
+    @property
+    def path(self):
+        """Names of the enclosing blocks and this one, outermost first (None until entered)."""
+        return self._path
+
+    def __enter__(self):
+        acct = self._acct
+        if self._entered:
+            raise RuntimeError(f"This {self._kind} block has already been entered; call "
+                               f"acct.{self._kind}() again for a new block.")
+        parent = acct._innermost_block()
+        if self._kind == _PARTITION and (parent is None or parent._kind != _PARALLEL):
+            raise RuntimeError(
+                "Accountant.partition() must be used directly inside `with acct.parallel():` "
+                f"of the same accountant. Got it inside {parent.path if parent else 'no block'}"
+                " instead.")
+        with acct._lock:
+            acct._n_blocks += 1
+            name = self._label if self._label is not None else f"{self._kind}-{acct._n_blocks}"
+        self._entered = True
+        self._parent = parent
+        self._path = (parent._path if parent else ()) + (name,)
+        _blocks.set(_blocks.get() + (self,))
+        return self
+
+    def __exit__(self, *exc):
+        stack = _blocks.get()
+        if not stack or stack[-1] is not self:
+            raise RuntimeError(f"Accountant {self._kind} block exited out of order.")
+        # What was spent inside stays spent: the block only stops routing new spends.
+        _blocks.set(stack[:-1])
+        return False
+
+    def __repr__(self):
+        eps, dlt = self.cost
+        return f"<{self._kind} block {self._path!r}: cost (epsilon={eps!r}, delta={dlt!r})>"
+
+
 class Accountant:
-    """Accountant(epsilon=inf, delta=0.0)
+    """Accountant(epsilon=inf, delta=0.0, *, group_size=1, composition="basic", delta_prime=None)
 
     A privacy budget and the record of what has been spent from it.
 
@@ -47,13 +247,35 @@ class Accountant:
         still recorded.
     delta : float, optional
         Total delta budget, in [0, 1]. Default 0 (pure differential privacy).
+    group_size : int, optional
+        Protect groups of this many records (default 1, individuals). Each outermost charge
+        (a spend outside any block, or a whole outermost parallel block) of (eps, delta) is
+        charged as (k*eps, k*exp((k-1)*eps)*delta) with k = ``group_size`` (Dwork & Roth,
+        Theorem 2.2 and its approximate-DP form). The epsilon part is exact; the delta part
+        involves exp and is rounded up, so it is an upper bound within a few ulps.
+    composition : {"basic", "advanced"}, optional
+        ``"basic"`` (default): spends compose sequentially (sums). ``"advanced"``: a spend is
+        also accepted when the advanced composition bound (see
+        :meth:`advanced_composition`) for ``delta_prime`` fits the budget, and
+        :attr:`spent`/:attr:`remaining` report that bound whenever it has the smaller
+        epsilon and fits.
+    delta_prime : float, optional
+        The delta' of advanced composition, in (0, 1) and at most ``delta``; required with
+        ``composition="advanced"`` and refused otherwise.
 
     Notes
     -----
-    Thread-safe: checking and recording a spend is one atomic step. ``with acct:`` makes
-    ``acct`` the default accountant for mechanisms called with ``accountant=None`` inside the
-    block (per thread / asyncio task, via :mod:`contextvars`; a thread started inside the
-    block does not inherit it, so pass ``accountant=`` explicitly there).
+    Thread-safe: checking and recording a spend is one atomic step, so concurrent spends
+    never overrun the budget. ``with acct:`` makes ``acct`` the default accountant for
+    mechanisms called with ``accountant=None`` inside the block (per thread / asyncio task,
+    via :mod:`contextvars`; a thread started inside the block does not inherit it, so pass
+    ``accountant=`` explicitly there).
+
+    Advanced composition assumes the (epsilon, delta) of each spend is fixed in advance (the
+    mechanisms and their inputs may be chosen adaptively); choosing later epsilons from
+    earlier outputs needs a privacy filter (Rogers, Roth, Ullman & Vadhan 2016), which this
+    class does not implement. With all spends of the same epsilon, as in the textbook theorem,
+    stopping when the budget runs out is covered.
 
     Examples
     --------
@@ -67,18 +289,66 @@ class Accountant:
     Traceback (most recent call last):
     ...
     dpfast.accountant.BudgetExceededError: ...
+
+    Groups of three records cost three times as much:
+
+    >>> acct = dp.Accountant(epsilon=3.0, group_size=3)
+    >>> acct.spend(1.0)
+    >>> acct.spent
+    (3.0, 0.0)
     """
 
-    def __init__(self, epsilon=math.inf, delta=0.0):
+    def __init__(self, epsilon=math.inf, delta=0.0, *, group_size=1, composition="basic",
+                 delta_prime=None):
+        func = "Accountant"
         if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
             eps = math.inf
         else:
-            eps = _v.check_epsilon(epsilon, "Accountant")
-        dlt = _v.check_real(delta, "delta", "Accountant", low=0.0, high=1.0,
+            eps = _v.check_epsilon(epsilon, func)
+        dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0,
                             low_open=False, high_open=False)
+        if (isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral)):
+            raise TypeError(f"The 'group_size' parameter of {func} must be an int >= 1. "
+                            f"Got {group_size!r} instead.")
+        if group_size < 1:
+            raise ValueError(f"The 'group_size' parameter of {func} must be an int >= 1. "
+                             f"Got {group_size!r} instead.")
+        if not isinstance(composition, str):
+            raise TypeError(f"The 'composition' parameter of {func} must be 'basic' or "
+                            f"'advanced'. Got {composition!r} instead.")
+        if composition not in ("basic", "advanced"):
+            raise ValueError(f"The 'composition' parameter of {func} must be 'basic' or "
+                             f"'advanced'. Got {composition!r} instead.")
+        if composition == "basic" and delta_prime is not None:
+            raise ValueError(f"The 'delta_prime' parameter of {func} applies only with "
+                             f"composition='advanced'. Got {delta_prime!r} instead.")
+        if composition == "advanced":
+            if delta_prime is None:
+                raise ValueError(f"The 'delta_prime' parameter of {func} is required with "
+                                 f"composition='advanced'. Got {delta_prime!r} instead.")
+            dp_ = _v.check_real(delta_prime, "delta_prime", func, low=0.0, high=1.0)
+            if dp_ > dlt:
+                raise ValueError(
+                    f"The 'delta_prime' parameter of {func} must be at most the delta budget "
+                    f"({dlt!r}), or advanced composition could never fit. "
+                    f"Got {delta_prime!r} instead.")
+            self._delta_prime = _exact(dp_)
+            self._log_inv = _log_inv_up(dp_)
+        else:
+            self._delta_prime = None
+        self._k = int(group_size)
         self._budget = (_exact(eps), _exact(dlt))
-        self._spent = (Fraction(0), Fraction(0))
+        self._spent = _ZERO
         self._ledger = []
+        # Group-scaled (epsilon, delta) of every outermost charge, for advanced composition;
+        # an outermost parallel block keeps and updates its own slot.
+        self._units = []
+        # Running sums for composition="advanced": sum eps_i^2 (exact), sum of the loss terms
+        # (exact sum of upper bounds) and how many loss terms overflowed.
+        self._sum_sq = Fraction(0)
+        self._loss = Fraction(0)
+        self._n_inf = 0
+        self._n_blocks = 0
         self._lock = threading.Lock()
 
     # -- queries ---------------------------------------------------------------------
@@ -93,21 +363,42 @@ class Accountant:
         return _float(self._budget[1])
 
     @property
+    def group_size(self):
+        """The number of records each guarantee covers (1 = individuals)."""
+        return self._k
+
+    @property
+    def composition(self):
+        """``"basic"`` or ``"advanced"``: how spends are composed for budget checks."""
+        return "basic" if self._delta_prime is None else "advanced"
+
+    @property
     def spent(self):
-        """(epsilon, delta) spent so far."""
+        """(epsilon, delta) spent so far.
+
+        The sequential sum, or with ``composition="advanced"`` the advanced composition bound
+        when it has the smaller epsilon and fits the budget (its epsilon rounded up).
+        """
         with self._lock:
-            return _float(self._spent[0]), _float(self._spent[1])
+            return self._reported()
 
     @property
     def remaining(self):
-        """(epsilon, delta) still available."""
+        """(epsilon, delta) still available: the budget minus :attr:`spent`."""
         with self._lock:
-            return (_float(self._budget[0] - self._spent[0]),
-                    _float(self._budget[1] - self._spent[1]))
+            return self._remaining()
+
+    def _remaining(self):
+        eps, dlt = self._reported_exact()
+        if eps is not self._spent[0]:
+            # Subtract the rounded-up advanced epsilon that `spent` shows, so that
+            # spent + remaining is the budget and remaining is never overstated.
+            eps = Fraction(_float_up(eps))
+        return (_float(self._budget[0] - eps), _float(self._budget[1] - dlt))
 
     @property
     def ledger(self):
-        """List of (epsilon, delta, label) for every spend, in order."""
+        """List of :class:`LedgerEntry` (epsilon, delta, label) for every spend, in order."""
         with self._lock:
             return list(self._ledger)
 
@@ -117,22 +408,262 @@ class Accountant:
 
     def __repr__(self):
         eps, dlt = self.spent
-        return (f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}; "
+        extra = "" if self._k == 1 else f", group_size={self._k}"
+        if self._delta_prime is not None:
+            extra += f", composition='advanced', delta_prime={float(self._delta_prime)!r}"
+        return (f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}{extra}; "
                 f"spent=({eps!r}, {dlt!r}) over {len(self)} spends)")
 
+    def _advanced_exact(self, sum_sq, loss, n_inf, basic_delta):
+        return (_advanced_epsilon(sum_sq, loss, n_inf, self._log_inv),
+                basic_delta + self._delta_prime)
+
+    def _within(self, eps, dlt):
+        return eps <= self._budget[0] and dlt <= self._budget[1]
+
+    def _reported_exact(self):
+        """Spent, as exact values (a Fraction or inf each); call with the lock held."""
+        if self._delta_prime is not None and self._units:
+            adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._spent[1])
+            if adv[0] < self._spent[0] and self._within(*adv):
+                return adv
+        return self._spent
+
+    def _reported(self):
+        eps, dlt = self._reported_exact()
+        if eps is not self._spent[0]:
+            # The advanced epsilon is a bound computed in floats: never report it rounded
+            # down. Its delta is an exact decimal sum like the sequential one.
+            return _float_up(eps), _float(dlt)
+        return _float(eps), _float(dlt)
+
+    def advanced_composition(self, delta_prime):
+        """The advanced composition bound for the spends so far.
+
+        For outermost charges (eps_i, delta_i) (spends outside any block and whole outermost
+        parallel blocks, after group scaling) the composition is (eps_total, delta_total)-DP
+        with
+
+        ``eps_total = sqrt(2 ln(1/delta_prime) sum eps_i^2) + sum eps_i (e^eps_i - 1)`` and
+        ``delta_total = sum delta_i + delta_prime``,
+
+        which for k spends of the same eps is Dwork-Rothblum-Vadhan's
+        ``sqrt(2k ln(1/delta')) eps + k eps (e^eps - 1)`` (Dwork & Roth, Theorem 3.20).
+
+        Parameters
+        ----------
+        delta_prime : float
+            The extra failure probability delta', in (0, 1).
+
+        Returns
+        -------
+        (float, float)
+            ``(eps_total, delta_total)``. ``eps_total`` is computed in floats rounded up at
+            every step (libm results padded by two ulps), so it is an upper bound;
+            ``delta_total`` is the exact decimal sum, like :attr:`spent`. Only useful when
+            ``eps_total`` is below the sequential sum, which happens for many small spends.
+
+        Examples
+        --------
+        >>> import dpfast as dp
+        >>> acct = dp.Accountant()
+        >>> for _ in range(1000):
+        ...     acct.spend(0.01)
+        >>> acct.spent[0]
+        10.0
+        >>> eps, delta = acct.advanced_composition(1e-6)
+        >>> round(eps, 4), delta
+        (1.7628, 1e-06)
+        """
+        dp_ = _v.check_real(delta_prime, "delta_prime", "Accountant.advanced_composition",
+                            low=0.0, high=1.0)
+        log_inv = _log_inv_up(dp_)
+        with self._lock:
+            units = list(self._units)
+            basic_delta = self._spent[1]
+        sum_sq, loss, n_inf = Fraction(0), Fraction(0), 0
+        for e, _ in units:
+            sum_sq += e * e
+            term = _loss_term(e)
+            if term is None:
+                n_inf += 1
+            else:
+                loss += term
+        eps = _advanced_epsilon(sum_sq, loss, n_inf, log_inv)
+        return _float_up(eps), _float(basic_delta + _exact(dp_))
+
+    # -- blocks ----------------------------------------------------------------------
+    def parallel(self, *, label=None):
+        """A block whose spends are each on a disjoint partition of the data.
+
+        Inside ``with acct.parallel():`` every spend of ``acct`` is one partition, unless it
+        is made inside ``with acct.partition():``, which gathers sequential spends (and
+        nested parallel blocks) into one partition. The block costs the largest epsilon and
+        the largest delta among its partitions (taking each maximum separately is an upper
+        bound on the parallel composition of the partitions' (epsilon, delta) guarantees).
+        Every spend is checked against the budget as it happens: one that would raise the
+        block's cost beyond the budget raises :class:`BudgetExceededError` and changes
+        nothing.
+
+        The open block is part of the current :mod:`contextvars` context, like ``with acct:``.
+        A thread started inside it does not see it and charges ``acct`` sequentially (never
+        less than the truth); run the thread's target in ``contextvars.copy_context()`` to
+        make each of its spends (or its own ``partition()``) a partition of the block.
+
+        Parameters
+        ----------
+        label : str, optional
+            Name of the block in :attr:`LedgerEntry.block <LedgerEntry>` paths (default
+            ``"parallel-<n>"``).
+
+        Returns
+        -------
+        context manager
+            Entering it returns the block, whose ``cost`` is its (epsilon, delta) so far.
+
+        Examples
+        --------
+        >>> import dpfast as dp
+        >>> acct = dp.Accountant(epsilon=1.0)
+        >>> with acct.parallel() as block:
+        ...     for _ in range(100):
+        ...         acct.spend(1.0)         # 100 disjoint partitions
+        >>> acct.spent, block.cost
+        ((1.0, 0.0), (1.0, 0.0))
+        >>> acct = dp.Accountant(epsilon=1.0)
+        >>> with acct.parallel():
+        ...     acct.spend(0.5)
+        ...     with acct.partition():      # one partition, two sequential spends
+        ...         acct.spend(0.25)
+        ...         acct.spend(0.5)
+        >>> acct.spent
+        (0.75, 0.0)
+        """
+        return _Block(self, _PARALLEL, _check_label(label, "Accountant.parallel"))
+
+    def partition(self, *, label=None):
+        """One partition of the enclosing ``parallel()`` block: spends inside add up.
+
+        Must be used directly inside ``with acct.parallel():`` (RuntimeError otherwise). It
+        may contain further parallel blocks, which then cost their maximum within it.
+
+        Parameters
+        ----------
+        label : str, optional
+            Name of the partition in ledger paths (default ``"partition-<n>"``).
+
+        Examples
+        --------
+        >>> import dpfast as dp
+        >>> acct = dp.Accountant(epsilon=2.0)
+        >>> with acct.parallel(label="by region"):
+        ...     with acct.partition(label="north"):
+        ...         acct.spend(0.5, label="count")
+        ...         with acct.parallel():
+        ...             acct.spend(1.0)
+        ...             acct.spend(0.25)
+        ...     acct.spend(1.0, label="south")
+        >>> acct.spent
+        (1.5, 0.0)
+        >>> acct.ledger[0].block
+        ('by region', 'north')
+        """
+        return _Block(self, _PARTITION, _check_label(label, "Accountant.partition"))
+
+    def _innermost_block(self):
+        for block in reversed(_blocks.get()):
+            if block._acct is self:
+                return block
+        return None
+
     # -- spending --------------------------------------------------------------------
+    def _group(self, cost):
+        """Group privacy for k records: (k eps, k e^{(k-1)eps} delta), delta rounded up."""
+        eps, dlt = cost
+        k = self._k
+        if k == 1:
+            return cost
+        if dlt == 0:
+            return (k * eps, dlt)
+        grow = _exp_up((k - 1) * eps)
+        return (k * eps, math.inf if math.isinf(grow) else k * Fraction(grow) * dlt)
+
+    def _plan(self, e, d):
+        """What a spend of (e, d) here would change; call with the lock held.
+
+        Returns (updates, root, old, new, increase): the new cost of each enclosing block,
+        the outermost block (or None), the outermost charge before and after (group-scaled)
+        and the increase of the sequential total.
+        """
+        old_child, new_child = _ZERO, (e, d)
+        updates = []
+        root = None
+        block = self._innermost_block()
+        while block is not None:
+            c = block._cost
+            if block._kind == _PARTITION:
+                new = (c[0] + new_child[0] - old_child[0], c[1] + new_child[1] - old_child[1])
+            else:
+                # A child's cost only grows, so the maximum over children is updated by
+                # comparing with the child's new cost alone.
+                new = (max(c[0], new_child[0]), max(c[1], new_child[1]))
+            updates.append((block, new))
+            old_child, new_child = c, new
+            root = block
+            block = block._parent
+        old = root._charged if root is not None else _ZERO
+        new = self._group(new_child)
+        # Rounding up makes the group delta only nearly monotone; never let a charge shrink.
+        new = (max(old[0], new[0]), max(old[1], new[1]))
+        increase = (new[0] - old[0], new[1] - old[1])
+        return updates, root, old, new, increase
+
+    def _advanced_sums(self, old, new):
+        """The advanced-composition running sums with one outermost charge replaced."""
+        sum_sq = self._sum_sq - old[0] * old[0] + new[0] * new[0]
+        loss, n_inf = self._loss, self._n_inf
+        for term, sign in ((_loss_term(old[0]), -1), (_loss_term(new[0]), 1)):
+            if term is None:
+                n_inf += sign
+            else:
+                loss += sign * term
+        return sum_sq, loss, n_inf
+
+    def _fits_plan(self, old, new, increase):
+        """Whether the planned state is within budget; call with the lock held."""
+        total = (self._spent[0] + increase[0], self._spent[1] + increase[1])
+        if self._within(*total):
+            return True
+        if self._delta_prime is None:
+            return False
+        adv = self._advanced_exact(*self._advanced_sums(old, new), total[1])
+        return self._within(*adv)
+
     def check(self, epsilon, delta=0.0):
-        """True if a spend of (epsilon, delta) would fit in the remaining budget."""
+        """True if a spend of (epsilon, delta) here would fit in the remaining budget.
+
+        Accounts for the group size, the open parallel/partition blocks of this context and
+        the composition rule exactly as :meth:`spend` would; spends nothing.
+
+        Examples
+        --------
+        >>> import dpfast as dp
+        >>> acct = dp.Accountant(epsilon=1.0)
+        >>> acct.spend(0.75)
+        >>> acct.check(0.25), acct.check(0.5)
+        (True, False)
+        """
         e = _exact(_v.check_epsilon(epsilon, "Accountant.check"))
         d = _exact(_v.check_delta(delta, "Accountant.check"))
         with self._lock:
-            return self._fits(e, d)
-
-    def _fits(self, e, d):
-        return self._spent[0] + e <= self._budget[0] and self._spent[1] + d <= self._budget[1]
+            _, _, old, new, increase = self._plan(e, d)
+            return self._fits_plan(old, new, increase)
 
     def spend(self, epsilon, delta=0.0, *, label=None):
         """Charge (epsilon, delta) to the budget, or raise and charge nothing.
+
+        Inside ``with acct.parallel():`` the charge is the increase of the block's cost;
+        with ``group_size`` k > 1 the outermost charge is scaled for groups.
 
         Raises
         ------
@@ -144,17 +675,40 @@ class Accountant:
         e = _exact(_v.check_epsilon(epsilon, "Accountant.spend"))
         d = _exact(_v.check_delta(delta, "Accountant.spend"))
         with self._lock:
-            if not self._fits(e, d):
-                rem_e = _float(self._budget[0] - self._spent[0])
-                rem_d = _float(self._budget[1] - self._spent[1])
+            updates, root, old, new, increase = self._plan(e, d)
+            if not self._fits_plan(old, new, increase):
+                rem_e, rem_d = self._remaining()
+                how = ""
+                if self._k != 1 or updates:
+                    how = (f" (charged as an increase of (epsilon={_float_up(increase[0])!r}, "
+                           f"delta={_float_up(increase[1])!r})"
+                           + (f" for groups of {self._k}" if self._k != 1 else "")
+                           + (" inside a parallel block" if updates else "") + ")")
                 raise BudgetExceededError(
                     f"Privacy budget exceeded: spending (epsilon={float(epsilon)!r}, "
-                    f"delta={float(delta)!r}) needs more than the remaining "
+                    f"delta={float(delta)!r}){how} needs more than the remaining "
                     f"(epsilon={rem_e!r}, delta={rem_d!r}) of a budget of "
                     f"(epsilon={self.epsilon!r}, delta={self.delta!r}). Nothing was spent; "
                     "use a smaller epsilon/delta or a new Accountant with a larger budget.")
-            self._spent = (self._spent[0] + e, self._spent[1] + d)
-            self._ledger.append((float(epsilon), float(delta), label))
+            # Commit: nothing above has changed any state.
+            if self._delta_prime is not None:
+                self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
+            for block, cost in updates:
+                block._cost = cost
+            if root is None:
+                self._units.append(new)
+            else:
+                if root._unit is None:
+                    root._unit = len(self._units)
+                    self._units.append(new)
+                else:
+                    self._units[root._unit] = new
+                root._charged = new
+            self._spent = (self._spent[0] + increase[0], self._spent[1] + increase[1])
+            self._ledger.append(LedgerEntry(
+                float(epsilon), float(delta), label,
+                updates[0][0]._path if updates else (),
+                (_float(increase[0]), _float(increase[1]))))
 
     # -- default-accountant context --------------------------------------------------
     def __enter__(self):
@@ -167,6 +721,13 @@ class Accountant:
             raise RuntimeError("Accountant context exited out of order.")
         _stack.set(stack[:-1])
         return False
+
+
+def _check_label(label, func):
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"The 'label' parameter of {func} must be a str or None. "
+                        f"Got {label!r} instead.")
+    return label
 
 
 _stack = contextvars.ContextVar("dpfast_accountant_stack", default=())
