@@ -158,3 +158,13 @@ def test_readme_selection_example_runs():
     assert len(set(namespace["top2"].tolist())) == 2
     assert namespace["gap"] == dp.exponential_mechanism_utility_gap(4, epsilon=1.0,
                                                                    monotonic=True)
+
+
+def test_readme_gaussian_example_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    namespace = {"np": np, "dp": dp}
+    exec(compile(blocks[3], "README.md", "exec"), namespace)
+    assert capsys.readouterr().out.strip() == "(1.5, 1e-06)"
+    assert 0.0 <= namespace["variance"]
+    assert namespace["released"].dtype == np.float64
