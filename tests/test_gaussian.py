@@ -141,3 +141,20 @@ def test_discrete_gaussian_delta_at_the_calibrated_sigma():
         d_disc = tail(eps * s * s - 0.5) - math.exp(eps) * tail(eps * s * s + 0.5)
         worst = max(worst, d_disc / delta)
     assert 1.0 < worst < 1.25
+
+
+def test_tiny_sigma_and_uncalibratable_grid_release():
+    # sigma^2 underflows below 2^-537: the sampler must still return (exact zeros), not spin.
+    assert (dp.discrete_gaussian(2.0**-900, 5, rng=1) == 0).all()
+    assert (dp.discrete_gaussian(1e-200, 5, rng=1) == 0).all()
+    # A million coordinates at epsilon 1e-3: rounding to the 2^-20 grid cannot be covered,
+    # so the release is refused before anything is charged (not under-calibrated).
+    a = acct()
+    with pytest.raises(ValueError, match="cannot calibrate"):
+        dp.gaussian_mechanism(np.zeros(10**6), sensitivity=1.0, epsilon=1e-3, delta=1e-6,
+                              accountant=a, rng=1)
+    assert a.spent == (0.0, 0.0)
+    # A large vector at a moderate epsilon still calibrates, for D2 + g sqrt(d).
+    out = dp.gaussian_mechanism(np.zeros(10**5), sensitivity=1.0, epsilon=0.5, delta=1e-6,
+                                accountant=a, rng=1)
+    assert out.shape == (10**5,) and a.spent == (0.5, 1e-06)

@@ -42,7 +42,7 @@ cdef extern from "sampling.h":
     ctypedef struct dpf_dgauss_job:
         dpf_dlap_params lap
         double s2t
-        double inv2s2
+        double inv_s
         int grid
         double g
         double ginv

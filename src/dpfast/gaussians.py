@@ -12,8 +12,9 @@ Distance from the ideal distribution: the acceptance test compares a full-precis
 with ``exp(-(|y| - sigma**2/t)**2 / (2 sigma**2))`` computed to about an ulp, and the
 proposal's probabilities are those of dpfast's discrete Laplace (within the factor
 ``exp(+-eta(t))`` of :mod:`dpfast.noise`, ``t = floor(sigma) + 1``); every output
-probability is therefore within a relative ``2 eta(t) + 2**-50`` of the exact discrete
-Gaussian's (about 1e-8 at ``t = 2**20``). The number of proposals a sample needs is random
+probability with ``|y|`` below about ``37 sigma`` is therefore within a relative
+``2 eta(t) + 2**-50`` of the exact discrete Gaussian's (about 1e-8 at ``t = 2**20``); beyond,
+where the acceptance probability underflows, the absolute error is below 1e-300. The number of proposals a sample needs is random
 but independent of the value it returns (a property of rejection sampling), so timing does
 not reveal the noise; the extra words of the uniform's slow path (probability 2**-11 per
 word, see :mod:`dpfast.noise`) are the only value-dependent cost.
@@ -231,17 +232,28 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analy
     nthreads = _random.resolve_threads(threads, func)
     # Rounding to the grid can move neighbours g sqrt(d) further apart: recalibrate until the
     # grid of the final sigma is covered. The lattice noise is calibrated for delta (1 - 1e-4):
-    # at 2**19 or more grid steps per sigma its delta differs from the continuous one by far
-    # less than that margin.
+    # at 2**19 or more grid steps per sigma its delta differs from the continuous one by about
+    # 1e-12 relative, and the sampler's own error (a factor exp(+-eta), eta(2**20) = 7.5e-9,
+    # on each probability) moves delta by about 1e-6 relative: both inside the margin.
     dims = max(1, data.size)
     target = dlt * (1.0 - 1e-4)
     sigma = gaussian_sigma(d2, eps, target, calibration=calibration)
     g = _grid(_v.check_scale(sigma, func))
-    for _ in range(4):
+    # Fixed point: sigma calibrated for D2 + g sqrt(d) must not need a coarser grid than g.
+    # g at least doubles each round, so this settles within a few rounds or never (when
+    # sqrt(d) sigma / D2 is near 2**20 or more).
+    for _ in range(64):
         sigma = gaussian_sigma(d2 + g * math.sqrt(dims), eps, target, calibration=calibration)
         if _grid(sigma) <= g:
             break
         g = _grid(sigma)
+    else:
+        raise ValueError(
+            f"{func} cannot calibrate a grid release of {dims:,} coordinates at "
+            f"sensitivity={sensitivity!r}, epsilon={epsilon!r}, delta={delta!r}: rounding to "
+            "the noise grid would cost more than the noise allows (sqrt(d) * sigma / "
+            "sensitivity approaches 2**20). Release the vector in smaller parts or use a "
+            "larger epsilon.")
     _v.check_scale(sigma, func)
     flat = data.reshape(-1)
     limit = 2.0**52 * _grid(sigma)

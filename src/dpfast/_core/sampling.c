@@ -611,8 +611,8 @@ void dpf_dgauss_params(dpf_dgauss_job *job, double sigma)
 {
     double t = floor(sigma) + 1.0;
     dpf_dlap_params_init(&job->lap, t);
-    job->s2t = sigma * sigma / t;
-    job->inv2s2 = 1.0 / (2.0 * sigma * sigma);
+    job->s2t = sigma * (sigma / t);
+    job->inv_s = 1.0 / sigma;
 }
 
 void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_job *job,
@@ -646,10 +646,10 @@ void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_jo
                 uint64_t n0u = wu < DPF_FAST_LIMIT ? 11 + dpf_extra_zeros(&extra)
                                                    : (uint64_t)(dpf_fast_n(wu) - 1.0);
                 double k = dpf_dlap_core(w, (double)(n0w + 1), &job->lap);
-                double d = fabs(k) - job->s2t;
+                double d = (fabs(k) - job->s2t) * job->inv_s;
                 double v = dpf_uniform_from_bits(wu, n0u);
                 y[j] = k;
-                acc[j] = (uint64_t)(v < dpf_exp_nonpos(0.0 - d * d * job->inv2s2));
+                acc[j] = (uint64_t)(v < dpf_exp_nonpos(0.0 - 0.5 * (d * d)));
             }
         }
         /* Keep the accepted candidates, in order, without a branch per candidate (the

@@ -73,7 +73,7 @@ void dpf_dlap_params_init(dpf_dlap_params *p, double t);
 typedef struct {
     dpf_dlap_params lap;    /* proposal: discrete Laplace with t = floor(sigma) + 1 */
     double s2t;             /* sigma^2 / t */
-    double inv2s2;          /* 1 / (2 sigma^2) */
+    double inv_s;           /* 1 / sigma (not 1/(2 sigma^2): sigma^2 may underflow) */
     int grid;               /* 0: int64 out (+ int64 base); 1: double (rint(base/g) + K) * g */
     double g, ginv;
     const void *base;       /* may be out itself */
