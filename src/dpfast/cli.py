@@ -3,6 +3,7 @@
   dpfast demo       DP releases of the bundled UCI Adult census data, shown next to the truth
   dpfast histogram  a DP histogram or category count of one column of a CSV or Parquet file
   dpfast info       the compiled kernels in use and the thread count
+  dpfast bench      throughput of every mechanism family next to numpy's nearest equivalent
 """
 import argparse
 import csv
@@ -428,6 +429,50 @@ def _info(args, out):
     return 0
 
 
+# -- dpfast bench -----------------------------------------------------------------------
+def _bench(args, out):
+    from . import bench
+
+    # Checked before timing anything: a bad option or a missing matplotlib ends the command
+    # with one message instead of after a minute of measurement.
+    bench._check_families(args.only)
+    if args.plot is not None:
+        _check_png(args.plot)
+        _optional("matplotlib", "matplotlib", "--plot")
+    if args.json is not None:
+        _check_directory(args.json, "--json")
+    size = args.size if args.size is not None else (bench.QUICK_SIZE if args.quick else 10**7)
+    repeat = (args.repeat if args.repeat is not None
+              else (bench.QUICK_REPEAT if args.quick else 7))
+    report = bench.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
+                       include_libraries=not args.no_libraries, scaling_too=args.scaling,
+                       quick=False)
+    # quick is recorded as asked, though size and repeat above already honour it.
+    report.settings["quick"] = args.quick
+    if args.scaling and args.quick:
+        report.scaling, report.fits = bench.scaling(bench.QUICK_SCALING_SIZES,
+                                                    threads=report.settings["threads"],
+                                                    repeat=repeat)
+    print(report.to_markdown() if args.markdown else report.to_text(), file=out)
+    if args.json is not None:
+        report.to_json(args.json)
+        print(f"\nResults written to {args.json}.", file=out)
+    if args.plot is not None:
+        report.plot(args.plot)
+        print(f"Bar chart of ratios written to {args.plot}.", file=out)
+    return 0
+
+
+def _positive_int(text):
+    try:
+        x = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return x
+
+
 # -- arguments --------------------------------------------------------------------------
 def _positive_float(text):
     try:
@@ -534,6 +579,38 @@ def build_parser():
 
     info = sub.add_parser("info", help="show the compiled kernels in use and thread count")
     info.set_defaults(func=_info)
+
+    from .bench import FAMILIES
+    bench = sub.add_parser(
+        "bench", help="throughput of every mechanism family next to numpy",
+        description="Times each mechanism family (median of interleaved repeats after a "
+                    "warm-up) and reports ns per element, elements/s and the ratio to "
+                    "numpy's nearest equivalent measured in the same run, with the machine "
+                    "it ran on.")
+    bench.add_argument("--only", nargs="+", choices=FAMILIES, default=None, metavar="FAMILY",
+                       help=f"run only these families: {', '.join(FAMILIES)}")
+    bench.add_argument("--size", type=_positive_int, default=None,
+                       help="elements per call (default 10000000; 10000 with --quick)")
+    bench.add_argument("--threads", type=_positive_int, nargs="+", default=None,
+                       help="thread counts of the dpfast cases (default: 1 and the default "
+                            "thread count)")
+    bench.add_argument("--repeat", type=_positive_int, default=None,
+                       help="timed repeats after a warm-up (default 7; 2 with --quick)")
+    bench.add_argument("--quick", action="store_true",
+                       help="a run of seconds: size 10000, 2 repeats")
+    bench.add_argument("--scaling", action="store_true",
+                       help="also time Laplace and the exponential mechanism against size "
+                            "(10^3..10^8; ..10^5 with --quick) and fit the fixed overhead "
+                            "per call and the cost per element")
+    bench.add_argument("--json", metavar="FILE", default=None,
+                       help="also write machine, results and scaling as JSON")
+    bench.add_argument("--plot", metavar="FILE.png", default=None,
+                       help="also draw a bar chart of ratios vs numpy (needs matplotlib)")
+    bench.add_argument("--markdown", action="store_true",
+                       help="print the table as Markdown (for the README)")
+    bench.add_argument("--no-libraries", action="store_true",
+                       help="skip comparisons with other DP libraries even if installed")
+    bench.set_defaults(func=_bench)
     return parser
 
 

@@ -1,0 +1,191 @@
+"""``dpfast bench`` and :mod:`dpfast.bench` in quick mode: every case runs and reports sane,
+positive numbers. No timing thresholds: CI machines are too noisy for them."""
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from dpfast import bench
+from dpfast.cli import main
+
+
+@pytest.fixture(scope="module")
+def report():
+    # One quick run shared by the checks below keeps the file to a few seconds.
+    return bench.run(quick=True, threads=[1, 2], include_libraries=False)
+
+
+def test_every_family_runs(report):
+    assert {r["family"] for r in report.results} == set(bench.FAMILIES)
+    for family, base in bench.BASELINES.items():
+        assert any(r["name"] == base and r["impl"] == "numpy" for r in report.results), family
+        assert any(r["family"] == family and r["impl"] == "dpfast" for r in report.results)
+
+
+def test_numbers_are_sane(report):
+    for r in report.results:
+        ns, eps = r["median_ns_per_element"], r["elements_per_s"]
+        assert math.isfinite(ns) and ns > 0, r
+        assert math.isfinite(eps) and eps > 0, r
+        assert eps * ns == pytest.approx(1e9, rel=1e-9)
+        lo, hi = r["spread_ns_per_element"]
+        assert 0 < lo <= ns <= hi
+        assert r["n"] == bench.QUICK_SIZE
+        assert r["threads"] >= 1
+        if r["impl"] == "numpy":
+            assert r["baseline"] is None and r["ratio_vs_baseline"] is None
+        elif r["family"] != "floor":
+            assert r["baseline"] == bench.BASELINES[r["family"]]
+            assert math.isfinite(r["ratio_vs_baseline"]) and r["ratio_vs_baseline"] > 0
+
+
+def test_dpfast_cases_at_each_thread_count(report):
+    for name in ("dp.laplace", "dp.exponential_mechanism", "dp.report_noisy_max gumbel"):
+        assert sorted(r["threads"] for r in report.results if r["name"] == name) == [1, 2]
+
+
+def test_results_sorted_by_family(report):
+    order = [bench.FAMILIES.index(r["family"]) for r in report.results]
+    assert order == sorted(order)
+
+
+def test_machine_info(report):
+    m = report.machine
+    assert m["cores"] >= 1 and m["default_threads"] >= 1
+    for key in ("cpu", "numpy", "numpy_simd", "keystream_impl", "sampling_impl"):
+        assert isinstance(m[key], str) and m[key]
+    assert isinstance(m["openmp"], bool)
+
+
+def test_text_and_markdown(report):
+    text = report.to_text()
+    assert "Machine:" in text and "dp.laplace" in text and bench.FLOOR_NAME in text
+    md = report.to_markdown().splitlines()
+    rows = [line for line in md if line.startswith("| ")]
+    assert len(rows) == len(report.results) + 1          # header + one row per case
+
+
+def test_json_round_trip(report, tmp_path):
+    path = tmp_path / "bench.json"
+    report.to_json(path)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(report.to_dict()))
+    data = json.loads(path.read_text())
+    assert set(data) >= {"machine", "results", "scaling", "settings"}
+    assert len(data["results"]) == len(report.results)
+
+
+def test_only_filters():
+    r = bench.run(quick=True, threads=1, only=["laplace", "keystream"],
+                  include_libraries=False)
+    assert {x["family"] for x in r.results} == {"laplace", "keystream"}
+    with pytest.raises(ValueError, match="unknown benchmark family"):
+        bench.run(quick=True, only=["nope"])
+
+
+def test_case_accepts_tuples_and_keywords():
+    c = bench.Case(name="x", family="laplace", impl="library", threads=1, n=10,
+                   fn=lambda: None, baseline=bench.BASELINES["laplace"], extrapolated=True)
+    assert bench.Case(*tuple(c)) == c
+    assert bench.Case(**c._asdict()) == c
+
+
+def test_library_cases_measured_against_numpy(monkeypatch):
+    gen = np.random.default_rng(0)
+
+    class Fake:
+        @staticmethod
+        def cases(size):
+            return [dict(name="fake lib laplace", family="laplace", impl="library",
+                         threads=1, n=size // 10, fn=lambda: gen.laplace(size=size // 10),
+                         baseline=bench.BASELINES["laplace"], extrapolated=True)]
+
+    monkeypatch.setattr(bench, "bench_compare", Fake)
+    r = bench.run(quick=True, threads=1, only=["laplace"])
+    lib = [x for x in r.results if x["impl"] == "library"]
+    assert len(lib) == 1 and lib[0]["extrapolated"] and lib[0]["ratio_vs_baseline"] > 0
+    assert "fake lib laplace*" in r.to_text()
+
+
+def test_broken_library_module_is_a_note(monkeypatch):
+    class Broken:
+        @staticmethod
+        def cases(size):
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(bench, "bench_compare", Broken)
+    r = bench.run(quick=True, threads=1, only=["keystream"])
+    assert any("boom" in n for n in r.notes)
+
+
+def test_scaling_fit_quick_sizes():
+    rows, fits = bench.scaling(bench.QUICK_SCALING_SIZES, threads=(1, 2), repeat=2)
+    assert len(rows) == 2 * 2 * len(bench.QUICK_SCALING_SIZES)
+    for r in rows:
+        assert r["seconds_per_call"] > 0 and r["ns_per_element"] > 0
+    assert {(f["family"], f["threads"]) for f in fits} == {
+        (f, t) for f in bench.SCALING_FAMILIES for t in (1, 2)}
+    for f in fits:
+        assert f["overhead_s"] >= 0 and f["per_element_ns"] >= 0
+        assert math.isfinite(f["overhead_s"]) and math.isfinite(f["per_element_ns"])
+
+
+def test_fit_recovers_a_line():
+    n = np.array([1e3, 1e4, 1e5, 1e6])
+    overhead, per = bench.fit_overhead(n, 2e-5 + n * 3e-9)
+    assert overhead == pytest.approx(2e-5, rel=1e-6)
+    assert per == pytest.approx(3e-9, rel=1e-6)
+    # Noise that would make the unconstrained overhead negative is clipped to 0.
+    overhead, per = bench.fit_overhead(n, n * 3e-9 * np.array([1.3, 1.0, 1.0, 1.0]))
+    assert overhead >= 0 and per > 0
+
+
+def test_cli_quick(capsys, tmp_path):
+    path = tmp_path / "out.json"
+    assert main(["bench", "--quick", "--threads", "1", "--no-libraries", "--only",
+                 "laplace", "exponential_mechanism", "--scaling", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Machine:" in out and "dp.laplace" in out
+    assert "faster than" in out or "slower than" in out
+    assert "fixed overhead per call" in out and "cost per element" in out
+    data = json.loads(path.read_text())
+    assert {r["family"] for r in data["results"]} == {"laplace", "exponential_mechanism"}
+    assert data["scaling"] and data["fits"] and data["settings"]["quick"] is True
+
+
+def test_cli_markdown(capsys):
+    assert main(["bench", "--quick", "--threads", "1", "--only", "keystream",
+                 "--markdown", "--no-libraries"]) == 0
+    assert "| dp.ChaCha20.random_raw | 1 |" in capsys.readouterr().out
+
+
+def test_cli_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "ratios.png"
+    assert main(["bench", "--quick", "--threads", "1", "--only", "laplace", "noisy_max",
+                 "--no-libraries", "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert str(png) in capsys.readouterr().out
+
+
+def test_cli_plot_without_matplotlib(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    png = tmp_path / "ratios.png"
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--quick", "--plot", str(png)])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""                    # nothing measured or printed first
+    assert "matplotlib" in captured.err and "pip install matplotlib" in captured.err
+    assert not png.exists()
+
+
+def test_cli_rejects_bad_options(capsys, tmp_path):
+    for argv in (["bench", "--size", "0"], ["bench", "--only", "nope"],
+                 ["bench", "--quick", "--plot", str(tmp_path / "x.jpg")],
+                 ["bench", "--quick", "--json", str(tmp_path / "missing" / "x.json")]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert capsys.readouterr().out == ""
