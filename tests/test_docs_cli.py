@@ -168,3 +168,12 @@ def test_readme_gaussian_example_runs(capsys):
     assert capsys.readouterr().out.strip() == "(1.5, 1e-06)"
     assert 0.0 <= namespace["variance"]
     assert namespace["released"].dtype == np.float64
+
+
+def test_readme_performance_table_shows_every_mechanism():
+    from dpfast import bench
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("`dpfast bench` on this project"):]
+    names = {c.name for c in bench.cases(1000, [1], None) if c.impl == "dpfast"}
+    missing = [n for n in names if f"| {n} |" not in table]
+    assert not missing, missing
