@@ -20,37 +20,18 @@ numpy's samplers and counting are single-threaded.
 """
 import argparse
 import math
-import os
-import platform
 import statistics
 import time
 
 import numpy as np
 
 import dpfast as dp
-from dpfast import _chacha, _sampling
+from dpfast.bench import machine_line, machine_info
 
 
 def machine():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            mem = int(f.readline().split()[1]) / 2**20
-        mem = f"{mem:.0f} GiB"
-    except (OSError, ValueError, IndexError):
-        mem = "? GiB"
-    return (f"{model}, {os.cpu_count()} cores, {mem}; Python {platform.python_version()}, "
-            f"numpy {np.__version__}, dpfast {dp.__version__} "
-            f"(keystream {_chacha.simd_impl()}, samplers {_sampling.simd_impl()}, "
-            f"OpenMP {'on' if _sampling.have_openmp() else 'off'})")
+    """The machine line of `dpfast bench` (CPU, cores, numpy and its SIMD, dpfast kernels)."""
+    return machine_line(machine_info())
 
 
 def cases(n):

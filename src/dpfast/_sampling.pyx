@@ -168,42 +168,40 @@ cdef void _run_dgauss(const uint32_t[::1] key, const dpf_dgauss_job *job, void *
             dpf_dgauss_chunk(&key[0], c, job, out, n)
 
 
+cdef _fill_dgauss(const uint32_t[::1] key, void *out, Py_ssize_t n, double sigma, int grid,
+                  double g, const void *base, Py_ssize_t n_base, int threads,
+                  uint64_t chunk0):
+    cdef dpf_dgauss_job job
+    dpf_dgauss_params(&job, sigma)
+    job.grid = grid
+    job.g = g
+    job.ginv = 1.0 / g
+    job.chunk0 = chunk0
+    job.base = NULL
+    if base != NULL or n_base >= 0:
+        if n_base != n:
+            raise ValueError("base and out differ in length")
+        job.base = base
+    with nogil:
+        _run_dgauss(key, &job, out, n, threads)
+
+
 def fill_discrete_gaussian(const uint32_t[::1] key, int64_t[::1] out, double sigma,
                            const int64_t[::1] base, int threads, uint64_t chunk0=0):
     """out[i] = base[i] + Z_i (base may be None or out), Z_i discrete Gaussian with
     parameter sigma (P[Z = z] proportional to exp(-z^2 / (2 sigma^2)))."""
-    cdef dpf_dgauss_job job
-    dpf_dgauss_params(&job, sigma)
-    job.grid = 0
-    job.g = 1.0
-    job.ginv = 1.0
-    job.base = NULL
-    job.chunk0 = chunk0
-    if base is not None:
-        if base.shape[0] != out.shape[0]:
-            raise ValueError("base and out differ in length")
-        job.base = &base[0] if base.shape[0] else NULL
-    with nogil:
-        _run_dgauss(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+    _fill_dgauss(key, &out[0] if out.shape[0] else NULL, out.shape[0], sigma, 0, 1.0,
+                 &base[0] if base is not None and base.shape[0] else NULL,
+                 -1 if base is None else base.shape[0], threads, chunk0)
 
 
 def fill_grid_gaussian(const uint32_t[::1] key, double[::1] out, double sigma_cells,
                        double g, const double[::1] base, int threads, uint64_t chunk0=0):
     """out[i] = (rint(base[i]/g) + Z_i) * g, Z_i discrete Gaussian with parameter
     sigma_cells (the Gaussian's sigma in grid steps), g a power of two."""
-    cdef dpf_dgauss_job job
-    dpf_dgauss_params(&job, sigma_cells)
-    job.grid = 1
-    job.g = g
-    job.ginv = 1.0 / g
-    job.base = NULL
-    job.chunk0 = chunk0
-    if base is not None:
-        if base.shape[0] != out.shape[0]:
-            raise ValueError("base and out differ in length")
-        job.base = &base[0] if base.shape[0] else NULL
-    with nogil:
-        _run_dgauss(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+    _fill_dgauss(key, &out[0] if out.shape[0] else NULL, out.shape[0], sigma_cells, 1, g,
+                 &base[0] if base is not None and base.shape[0] else NULL,
+                 -1 if base is None else base.shape[0], threads, chunk0)
 
 
 def noisy_argmax(const uint32_t[::1] key, const double[::1] u, int noise, double umax,

@@ -362,7 +362,8 @@ def _numpy_simd():
         return "unknown"
 
 
-def _machine_line(m):
+def machine_line(m):
+    """One-line description of the dict from :func:`machine_info`."""
     mem = f"{m['memory_gib']:.0f} GiB" if m["memory_gib"] else "? GiB"
     return (f"{m['cpu']}, {m['cores']} cores, {mem}; Python {m['python']}, numpy "
             f"{m['numpy']} (SIMD: {m['numpy_simd']}), dpfast {m['dpfast']} (keystream "
@@ -513,7 +514,7 @@ class Report:
 
     def to_text(self):
         """The plain-text table, machine line and notes."""
-        lines = [f"Machine: {_machine_line(self.machine)}", self._header(), ""]
+        lines = [f"Machine: {machine_line(self.machine)}", self._header(), ""]
         w = max([len(r["name"]) + (1 if r["extrapolated"] else 0) for r in self.results]
                 + [4]) + 2
         lines.append(f"{'case':<{w}}{'threads':>7}{'ns/elem':>10}{'min..max':>18}"
@@ -554,7 +555,7 @@ class Report:
 
     def to_markdown(self):
         """The README table: machine line, then one Markdown row per case."""
-        lines = [f"Machine: {_machine_line(self.machine)}", "", self._header(), "",
+        lines = [f"Machine: {machine_line(self.machine)}", "", self._header(), "",
                  "| case | threads | ns/element | M elements/s | vs numpy |",
                  "|---|---:|---:|---:|---|"]
         for r in self.results:

@@ -147,6 +147,17 @@ def _draw(out, sigma, grid, bitgen, nthreads, base=None):
     return out
 
 
+def _sample(func, sigma, size, rng, threads, grid):
+    """Validate the shared arguments of the raw samplers, then draw."""
+    shape = _v.check_size(size, func)
+    bitgen = _random.resolve_rng(rng, func)
+    nthreads = _random.resolve_threads(threads, func)
+    out = np.empty(math.prod(shape or ()), dtype=np.float64 if grid else np.int64)
+    _draw(out, sigma, grid, bitgen, nthreads)
+    out = out.reshape(shape or ())
+    return out[()].item() if shape is None else out
+
+
 def gaussian(sigma, size=None, *, rng=None, threads=None):
     """gaussian(sigma, size=None, *, rng=None, threads=None)
 
@@ -164,15 +175,7 @@ def gaussian(sigma, size=None, *, rng=None, threads=None):
     >>> bool((x / g == (x / g).round()).all())
     True
     """
-    func = "gaussian"
-    s = _v.check_scale(sigma, func)
-    shape = _v.check_size(size, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
-    out = np.empty(math.prod(shape or ()), dtype=np.float64)
-    _draw(out, s, True, bitgen, nthreads)
-    out = out.reshape(shape or ())
-    return out[()].item() if shape is None else out
+    return _sample("gaussian", _v.check_scale(sigma, "gaussian"), size, rng, threads, True)
 
 
 def discrete_gaussian(sigma, size=None, *, rng=None, threads=None):
@@ -187,15 +190,8 @@ def discrete_gaussian(sigma, size=None, *, rng=None, threads=None):
     >>> dp.discrete_gaussian(2.0, 5, rng=1).dtype
     dtype('int64')
     """
-    func = "discrete_gaussian"
-    s = _v.check_scale(sigma, func, high=MAX_DISCRETE_SIGMA)
-    shape = _v.check_size(size, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
-    out = np.empty(math.prod(shape or ()), dtype=np.int64)
-    _draw(out, s, False, bitgen, nthreads)
-    out = out.reshape(shape or ())
-    return out[()].item() if shape is None else out
+    s = _v.check_scale(sigma, "discrete_gaussian", high=MAX_DISCRETE_SIGMA)
+    return _sample("discrete_gaussian", s, size, rng, threads, False)
 
 
 def gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analytic",
