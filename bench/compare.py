@@ -1,8 +1,9 @@
 """Side-by-side throughput of dpfast and numpy, measured in one run.
 
-    python bench/compare.py [--suite sampling|histogram|selection|gaussian|all] [--n 10000000]
-                            [--records 100000000] [--candidates 1000000 10000000]
-                            [--repeats 9] [--markdown]
+    python bench/compare.py [--suite {sampling,histogram,selection,gaussian,all} ...]
+                            [--n 10000000] [--records 100000000]
+                            [--candidates 1000000 10000000] [--repeats 9] [--markdown]
+                            [--json FILE]
 
 Prints ns per item (median over repeats, cases interleaved so that machine noise hits all of
 them alike) and the ratio baseline-time / dpfast-time ("x faster") for:
@@ -19,14 +20,18 @@ them alike) and the ratio baseline-time / dpfast-time ("x faster") for:
 numpy's samplers and counting are single-threaded.
 """
 import argparse
+import json
 import math
 import statistics
-import time
 
 import numpy as np
 
 import dpfast as dp
-from dpfast.bench import machine_line, machine_info
+from dpfast.bench import machine_info, machine_line, time_calls
+
+
+# Cases of other DP libraries are named after them, and measured after dpfast's and numpy's.
+LIBRARIES = ("diffprivlib", "OpenDP")
 
 
 def machine():
@@ -64,7 +69,7 @@ def cases(n):
     return out
 
 
-def histogram_cases(records):
+def histogram_cases(records, libraries=True):
     """Fused dp.histogram against numpy (and diffprivlib if installed) on integer codes."""
     codes = np.random.default_rng(7).integers(0, 1000, size=records)
     gen = np.random.Generator(np.random.PCG64(8))
@@ -75,12 +80,8 @@ def histogram_cases(records):
         ("np.bincount + Generator.laplace", 1, None,
          lambda: np.bincount(codes, minlength=1000) + gen.laplace(0.0, 1.0, 1000)),
     ]
-    try:
-        from diffprivlib.tools import histogram as dpl_histogram
-        out.append(("diffprivlib tools.histogram", 1, None,
-                    lambda: dpl_histogram(codes, bins=1000, range=(0, 1000), epsilon=1.0)))
-    except ImportError:
-        pass
+    if libraries:
+        out += _diffprivlib_histogram(codes)
     for threads in (1, 2):
         for base in [name for name, _, b, _ in out if b is None]:
             out.append((f"dp.histogram (vs {base.split()[0]})", threads, base,
@@ -89,7 +90,7 @@ def histogram_cases(records):
     return out
 
 
-def selection_cases(n):
+def selection_cases(n, libraries=True):
     """Selection over n candidates: dpfast against numpy's naive versions (and OpenDP's
     noisy max if installed)."""
     u = np.random.default_rng(11).normal(size=n) * 3.0
@@ -108,15 +109,8 @@ def selection_cases(n):
         ("numpy argmax(u + gumbel)", 1, None,
          lambda: np.argmax(u * 0.5 + gen.gumbel(size=n))),
     ]
-    try:
-        import opendp.prelude as odp
-        odp.enable_features("contrib")
-        space = (odp.vector_domain(odp.atom_domain(T=float, nan=False)),
-                 odp.linf_distance(T=float))
-        meas = space >> odp.then_noisy_max(optimize="max", scale=2.0)
-        out.append(("OpenDP noisy_max", 1, None, lambda: meas(u.tolist())))
-    except Exception:           # not installed, or an API this script does not know
-        pass
+    if libraries:
+        out += _opendp_noisy_max(u)
     for threads in (1, 2):
         out.append(("dp.exponential_mechanism", threads, "numpy exp/normalise/choice",
                     lambda t=threads: dp.exponential_mechanism(u, epsilon=1.0, accountant=acct,
@@ -126,6 +120,27 @@ def selection_cases(n):
                         lambda t=threads, z=noise: dp.report_noisy_max(
                             u, epsilon=1.0, noise=z, accountant=acct, rng=cha, threads=t)))
     return out
+
+
+def _diffprivlib_histogram(codes):
+    try:
+        from diffprivlib.tools import histogram as dpl_histogram
+    except ImportError:
+        return []
+    return [("diffprivlib tools.histogram", 1, None,
+             lambda: dpl_histogram(codes, bins=1000, range=(0, 1000), epsilon=1.0))]
+
+
+def _opendp_noisy_max(u):
+    try:
+        import opendp.prelude as odp
+        odp.enable_features("contrib")
+        space = (odp.vector_domain(odp.atom_domain(T=float, nan=False)),
+                 odp.linf_distance(T=float))
+        meas = space >> odp.then_noisy_max(optimize="max", scale=2.0)
+    except Exception:           # not installed, or an API this script does not know
+        return []
+    return [("OpenDP noisy_max", 1, None, lambda: meas(u.tolist()))]
 
 
 def gaussian_cases(n):
@@ -157,14 +172,15 @@ def reps_of(name, n):
 
 
 def measure(todo, n, repeats):
-    times = {(name, th): [] for name, th, _, _ in todo}
-    for _, _, _, fn in todo:          # warm up: page faults, thread pools, dispatch
-        fn()
-    for _ in range(repeats):
-        for name, th, _, fn in todo:
-            t0 = time.perf_counter()
-            fn()
-            times[(name, th)].append(time.perf_counter() - t0)
+    """Median ns per item of every case and its ratio to its baseline, timed by
+    dpfast.bench.time_calls (the timing loop of `dpfast bench`)."""
+    # Other libraries run after dpfast and numpy, not interleaved with them: some leave
+    # thread pools behind that slow down the multi-threaded cases measured after them.
+    own = [c for c in todo if not c[0].startswith(LIBRARIES)]
+    other = [c for c in todo if c[0].startswith(LIBRARIES)]
+    seconds = time_calls([c[3] for c in own], repeats) + time_calls([c[3] for c in other],
+                                                                    repeats)
+    times = {(name, th): ts for (name, th, _, _), ts in zip(own + other, seconds)}
     rows = []
     for name, th, base, _ in todo:
         count = reps_of(name, n)
@@ -178,39 +194,61 @@ def measure(todo, n, repeats):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--suite", choices=["sampling", "histogram", "selection", "gaussian", "all"],
-                   default="all")
+    p.add_argument("--suite", nargs="+", default=["all"],
+                   choices=["sampling", "histogram", "selection", "gaussian", "all"])
     p.add_argument("--candidates", type=int, nargs="+", default=[10**6, 10**7])
     p.add_argument("--n", type=int, default=10**7)
     p.add_argument("--records", type=int, default=10**8)
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--markdown", action="store_true", help="print a README table")
+    p.add_argument("--json", metavar="FILE", help="also write the machine and every row as JSON")
+    p.add_argument("--no-libraries", action="store_true",
+                   help="leave out diffprivlib and OpenDP even if they are installed")
     args = p.parse_args(argv)
     print(f"Machine: {machine()}")
-    if args.suite in ("sampling", "all"):
+    found = []                       # (suite, items per call, rows) for --json
+    if {"sampling", "all"} & set(args.suite):
         rows = measure(cases(args.n), args.n, args.repeats)
+        found.append(("sampling", args.n, rows))
         print(f"n = {args.n:,} samples per call, median of {args.repeats} interleaved repeats\n")
         report(rows, args.markdown)
         lap = {th: ns for name, th, ns, _, _ in rows if name == "dp.laplace"}
         dl = {th: ns for name, th, ns, _, _ in rows if name == "dp.discrete_laplace"}
         print("\ndp.discrete_laplace / dp.laplace time: "
               + ", ".join(f"{dl[t] / lap[t]:.2f} ({t} thr)" for t in sorted(lap)) + "\n")
-    if args.suite in ("histogram", "all"):
-        rows = measure(histogram_cases(args.records), args.records, args.repeats)
+    if {"histogram", "all"} & set(args.suite):
+        rows = measure(histogram_cases(args.records, not args.no_libraries),
+                       args.records, args.repeats)
+        found.append(("histogram", args.records, rows))
         print(f"{args.records:,} integer-coded records into 1,000 bins, epsilon 1; ns/record, "
               f"median of {args.repeats} interleaved repeats\n")
         report(rows, args.markdown)
-    if args.suite in ("gaussian", "all"):
+    if {"gaussian", "all"} & set(args.suite):
         rows = measure(gaussian_cases(args.n), args.n, args.repeats)
+        found.append(("gaussian", args.n, rows))
         print(f"\nGaussian noise and randomized response, {args.n:,} items per call; ns/item, "
               f"median of {args.repeats} interleaved repeats\n")
         report(rows, args.markdown)
-    if args.suite in ("selection", "all"):
+    if {"selection", "all"} & set(args.suite):
         for n in args.candidates:
-            rows = measure(selection_cases(n), n, args.repeats)
+            rows = measure(selection_cases(n, not args.no_libraries), n, args.repeats)
+            found.append(("selection", n, rows))
             print(f"\nselection over {n:,} candidates, epsilon 1; ns/candidate, median of "
                   f"{args.repeats} interleaved repeats\n")
             report(rows, args.markdown)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine_info(), "repeats": args.repeats, "results": [
+                {"suite": suite, "n": n, "name": name, "threads": th, "ns_per_item": ns,
+                 "baseline": base, "ratio_vs_baseline": ratio}
+                for suite, n, rows in found for name, th, ns, base, ratio in rows]}, f, indent=2)
+            f.write("\n")
+
+
+def relative(ratio, base):
+    if ratio >= 1:
+        return f"{ratio:.2f}x faster than {base}"
+    return f"{1 / ratio:.2f}x slower than {base}"
 
 
 def report(rows, markdown):
@@ -218,13 +256,13 @@ def report(rows, markdown):
         print("| case | threads | ns/item | vs baseline |")
         print("|---|---:|---:|---:|")
         for name, th, ns, base, ratio in rows:
-            rel = f"{ratio:.2f}x faster than {base}" if ratio else "baseline"
+            rel = relative(ratio, base) if ratio else "baseline"
             print(f"| {name} | {th} | {ns:.2f} | {rel} |")
     else:
         w = max(len(r[0]) for r in rows) + 2
         print(f"{'case':<{w}}{'threads':>8}{'ns/item':>11}{'M/s':>9}   vs baseline")
         for name, th, ns, base, ratio in rows:
-            rel = f"{ratio:.2f}x faster than {base}" if ratio else "(baseline)"
+            rel = relative(ratio, base) if ratio else "(baseline)"
             print(f"{name:<{w}}{th:>8}{ns:>11.2f}{1e3 / ns:>9.0f}   {rel}")
 
 

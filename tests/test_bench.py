@@ -2,6 +2,9 @@
 positive numbers. No timing thresholds: CI machines are too noisy for them."""
 import json
 import math
+import os
+import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -189,3 +192,69 @@ def test_cli_rejects_bad_options(capsys, tmp_path):
             main(argv)
         assert exc.value.code == 2
         assert capsys.readouterr().out == ""
+
+
+def test_time_calls_interleaves_after_one_warm_up():
+    calls = []
+    times = bench.time_calls([lambda: calls.append("a"), lambda: calls.append("b")], 3)
+    assert calls == ["a", "b"] * 4                     # warm-up round, then 3 timed rounds
+    assert [len(t) for t in times] == [3, 3]
+    assert all(t >= 0 for ts in times for t in ts)
+    with pytest.raises(ValueError, match="repeat"):
+        bench.time_calls([lambda: None], 0)
+
+
+# bench/compare.py and bench/agreement.py are scripts of the repository, run as a user runs
+# them, at sizes of a fraction of a second.
+BENCH_DIR = pathlib.Path(__file__).resolve().parent.parent / "bench"
+needs_scripts = pytest.mark.skipif(not (BENCH_DIR / "compare.py").exists(),
+                                   reason="bench/ is not part of an installed package")
+
+
+def _script_env():
+    env = dict(os.environ)
+    src = pathlib.Path(bench.__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
+    return env
+
+
+@needs_scripts
+def test_compare_script_reports_every_suite(tmp_path):
+    out = tmp_path / "compare.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "compare.py"), "--suite", "all", "--n", "3000",
+         "--records", "3000", "--candidates", "3000", "--repeats", "2", "--no-libraries",
+         "--json", str(out)], capture_output=True, text=True, env=_script_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert {r["suite"] for r in rows} == {"sampling", "histogram", "selection", "gaussian"}
+    names = {r["name"] for r in rows}
+    assert {"dp.laplace", "dp.exponential_mechanism", "numpy Generator.laplace",
+            "numpy exp/normalise/choice"} <= names
+    assert not any(n.startswith(("diffprivlib", "OpenDP")) for n in names)
+    for r in rows:
+        assert math.isfinite(r["ns_per_item"]) and r["ns_per_item"] > 0, r
+        assert (r["baseline"] is None) == (r["ratio_vs_baseline"] is None), r
+        if r["ratio_vs_baseline"] is not None:
+            assert r["ratio_vs_baseline"] > 0 and r["baseline"] in names
+    assert "Machine:" in proc.stdout
+
+
+@needs_scripts
+def test_agreement_script_pairs_the_two_tools(tmp_path):
+    out = tmp_path / "agreement.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "agreement.py"), "--pairs", "2", "--size", "3000",
+         "--repeat", "2", "--threads", "1", "2", "--json", str(out)],
+        capture_output=True, text=True, env=_script_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    figures = json.loads(out.read_text())["figures"]
+    labels = [f["figure"] for f in figures]
+    for t in (1, 2):
+        assert f"dp.laplace, {t} thr, ns/elem" in labels
+        assert f"dp.exponential_mechanism, {t} thr, ratio to numpy" in labels
+    for f in figures:
+        assert len(f["bench"]) == len(f["compare"]) == len(f["pair_differences"]) == 2
+        assert all(math.isfinite(x) and x > 0 for x in f["bench"] + f["compare"]), f
+        assert 0 <= f["pairs_within"] <= 2
+    assert "medians over pairs differ by at most" in proc.stdout

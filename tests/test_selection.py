@@ -759,6 +759,50 @@ def test_exp_nonpos_is_zero_below_the_range():
     assert got.tolist() == [0.0] * x.size and not np.signbit(got).any()
 
 
+def _find_exp_reference(u, umax, a, v):
+    """dpf_find_exp's definition, one candidate at a time: the first index whose running
+    sum of exp((u - umax) a), in index order, exceeds v times the total."""
+    w = _sampling.exp_nonpos((u - umax) * a)
+    total = 0.0
+    for x in w:
+        total += x
+    if total == 0.0:
+        return -1
+    acc, target = 0.0, v * total
+    for i, x in enumerate(w):
+        acc += x
+        if x > 0.0 and acc > target:
+            return i
+    return int(np.flatnonzero(w > 0)[-1])
+
+
+@pytest.mark.parametrize("impl", ["avx512", "avx2", "scalar"])
+def test_find_exp_matches_its_sequential_definition(impl):
+    if not _sampling.set_simd_impl(impl):
+        pytest.skip(f"this CPU has no {impl}")
+    gen = np.random.default_rng(1450)
+    try:
+        for trial in range(40):
+            n = int(gen.integers(1, 3000))
+            u = gen.normal(size=n) * gen.choice([0.1, 3.0, 400.0])
+            u[gen.random(n) < 0.3] = -np.inf                  # excluded candidates
+            if trial % 5 == 0:
+                u[: n // 2] = -np.inf                         # a long run of zero weight
+            u[int(gen.integers(n))] = 0.0                     # at least one candidate
+            a = float(gen.choice([0.5, 1.0, 7.0]))
+            umax = float(u.max())
+            vs = np.concatenate([gen.random(20), [0.0, 0.5, 1.0 - 2**-53]])
+            for v in vs:
+                want = _find_exp_reference(u, umax, a, v)
+                assert _sampling.find_exp(u, 0, n, umax, a, v) == want, (trial, v)
+        # All excluded, and one candidate only.
+        assert _sampling.find_exp(np.full(5, -np.inf), 0, 5, 0.0, 1.0, 0.3) == -1
+        assert _sampling.find_exp(np.array([-np.inf, 2.0, -np.inf]), 0, 3, 2.0, 1.0,
+                                  1.0 - 2**-53) == 1
+    finally:
+        _sampling.set_simd_impl("auto")
+
+
 def _noise_words(gen, n):
     """Words with random binade bits (ignored by the shims, which take n0), sign bit and
     mantissa, plus the mantissa extremes and those around the sqrt(2) split."""

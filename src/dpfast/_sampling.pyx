@@ -274,6 +274,8 @@ def find_exp(const double[::1] u, Py_ssize_t lo, Py_ssize_t hi, double umax, dou
         return -1
     with nogil:
         i = dpf_find_exp(&u[lo], hi - lo, umax, a, v)
+    if i == -2:
+        raise ValueError("find_exp searches at most one chunk")
     return -1 if i < 0 else lo + i
 
 

@@ -277,17 +277,40 @@ def _library_cases(size, only, notes):
     return out
 
 
-def _measure(todo, repeat):
-    """Seconds per call of every case: one warm-up, then ``repeat`` interleaved rounds."""
-    times = [[] for _ in todo]
-    for c in todo:
-        c.fn()
+def time_calls(fns, repeat):
+    """Seconds per call of each function, measured the way every dpfast benchmark measures.
+
+    Each function is called once as a warm-up (page faults, thread pools, SIMD dispatch);
+    then, ``repeat`` times, each is called once in turn, so that machine noise (frequency
+    changes, other processes) hits all of them alike. ``bench/compare.py`` uses this too,
+    so that its figures and ``dpfast bench``'s differ only by what the machine does.
+
+    Parameters
+    ----------
+    fns : sequence of callable
+        Each takes no arguments.
+    repeat : int
+        Timed rounds.
+
+    Returns
+    -------
+    list of list of float
+        ``repeat`` times in seconds for each function, in the order given.
+    """
+    repeat = _check_positive_int(repeat, "repeat")
+    times = [[] for _ in fns]
+    for fn in fns:
+        fn()
     for _ in range(repeat):
-        for i, c in enumerate(todo):
+        for i, fn in enumerate(fns):
             t0 = time.perf_counter()
-            c.fn()
+            fn()
             times[i].append(time.perf_counter() - t0)
     return times
+
+
+def _measure(todo, repeat):
+    return time_calls([c.fn for c in todo], repeat)
 
 
 def _results(todo, times):
@@ -517,18 +540,20 @@ class Report:
         lines = [f"Machine: {machine_line(self.machine)}", self._header(), ""]
         w = max([len(r["name"]) + (1 if r["extrapolated"] else 0) for r in self.results]
                 + [4]) + 2
-        lines.append(f"{'case':<{w}}{'threads':>7}{'ns/elem':>10}{'min..max':>18}"
+        ns = [f"{r['median_ns_per_element']:.2f}" for r in self.results]
+        span = ["{:.2f}..{:.2f}".format(*r["spread_ns_per_element"]) for r in self.results]
+        wn = max([len(x) for x in ns] + [7]) + 2
+        ws = max([len(x) for x in span] + [8]) + 2
+        lines.append(f"{'case':<{w}}{'threads':>7}{'ns/elem':>{wn}}{'min..max':>{ws}}"
                      f"{'M elem/s':>10}   vs baseline")
         family = None
-        for r in self.results:
+        for r, n_s, sp in zip(self.results, ns, span):
             if family is not None and r["family"] != family:
                 lines.append("")
             family = r["family"]
-            lo, hi = r["spread_ns_per_element"]
             name = r["name"] + ("*" if r["extrapolated"] else "")
-            lines.append(f"{name:<{w}}{r['threads']:>7}{r['median_ns_per_element']:>10.2f}"
-                         f"{f'{lo:.2f}..{hi:.2f}':>18}{r['elements_per_s'] / 1e6:>10.1f}   "
-                         f"{self._rel(r)}")
+            lines.append(f"{name:<{w}}{r['threads']:>7}{n_s:>{wn}}{sp:>{ws}}"
+                         f"{r['elements_per_s'] / 1e6:>10.1f}   {self._rel(r)}")
         lines += self._footer()
         return "\n".join(lines)
 

@@ -353,24 +353,25 @@ typedef struct {
     void (*narrow)(const uint64_t *, size_t, int32_t *);
     void (*noisy)(uint64_t *, size_t, int, const double *, double, double);
     double (*sum_exp)(const double *, size_t, double, double);
+    void (*exp_weights)(const double *, size_t, double, double, double *);
     void (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_job *, double *, uint64_t *);
 } dpf_kernels;
 
 static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
                                          dpf_dlap_grid_scalar, dpf_uniform_scalar,
                                          dpf_dlap_i32_scalar, dpf_narrow_scalar,
-                                         dpf_noisy_scalar, dpf_sum_exp_scalar,
+                                         dpf_noisy_scalar, dpf_sum_exp_scalar, dpf_exp_weights_scalar,
                                          dpf_dgauss_batch_scalar};
 #ifdef DPF_HAVE_X86
 static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
                                        dpf_dlap_grid_avx2, dpf_uniform_avx2,
                                        dpf_dlap_i32_avx2, dpf_narrow_avx2,
-                                       dpf_noisy_avx2, dpf_sum_exp_avx2,
+                                       dpf_noisy_avx2, dpf_sum_exp_avx2, dpf_exp_weights_avx2,
                                          dpf_dgauss_batch_avx2};
 static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
                                          dpf_dlap_grid_avx512, dpf_uniform_avx512,
                                          dpf_dlap_i32_avx512, dpf_narrow_avx512,
-                                         dpf_noisy_avx512, dpf_sum_exp_avx512,
+                                         dpf_noisy_avx512, dpf_sum_exp_avx512, dpf_exp_weights_avx512,
                                          dpf_dgauss_batch_avx512};
 #endif
 
@@ -594,26 +595,59 @@ double dpf_sum_exp(const double *u, size_t n, double umax, double a)
     return dpf_kernels_get()->sum_exp(u, n, umax, a);
 }
 
+#define DPF_FIND_BLOCK 2048
+#define DPF_FIND_BLOCKS (DPF_CHUNK / DPF_FIND_BLOCK)
+
+/* The running sum of w[0:n] from `acc`, in index order, written over w; returns the end. */
+static double dpf_running_sum(double *w, size_t n, double acc)
+{
+    for (size_t i = 0; i < n; i++) {
+        acc += w[i];
+        w[i] = acc;
+    }
+    return acc;
+}
+
 int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
 {
-    /* The chunk's own total, summed in the order of the search below, so that the target
-     * v * total always lies inside the running sum (no mass piles up on a fallback). */
-    double total = 0.0;
-    for (size_t i = 0; i < n; i++)
-        total += dpf_exp_nonpos((u[i] - umax) * a);
-    double target = v * total;
+    /* The running sum of the weights in index order, block by block; the total is its last
+     * value, summed in the order of the search, so that the target v * total always lies
+     * inside the running sum (no mass piles up on a fallback). The first running sum above
+     * the target marks the choice (it rose there, so that candidate's weight is positive).
+     * Only the block ends are kept; the block holding the target is recomputed. */
+    double w[DPF_FIND_BLOCK], ends[DPF_FIND_BLOCKS];
+    void (*weights)(const double *, size_t, double, double, double *) =
+        dpf_kernels_get()->exp_weights;
+    if (n > DPF_CHUNK)
+        return -2;
+    size_t nb = (n + DPF_FIND_BLOCK - 1) / DPF_FIND_BLOCK;
     double acc = 0.0;
-    int64_t last = -1;
-    for (size_t i = 0; i < n; i++) {
-        double w = dpf_exp_nonpos((u[i] - umax) * a);
-        if (w > 0.0) {
-            last = (int64_t)i;
-            acc += w;
-            if (acc > target)
-                return (int64_t)i;
-        }
+    int64_t last = -1;                      /* the last candidate of positive weight */
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * DPF_FIND_BLOCK, len = n - lo < DPF_FIND_BLOCK ? n - lo : DPF_FIND_BLOCK;
+        weights(u + lo, len, umax, a, w);
+        for (size_t i = len; i-- > 0;)
+            if (w[i] > 0.0) {
+                last = (int64_t)(lo + i);
+                break;
+            }
+        acc = ends[b] = dpf_running_sum(w, len, acc);
     }
-    return last;      /* only if v * total rounded up to total */
+    if (last < 0)
+        return -1;
+    double target = v * acc;
+    for (size_t b = 0; b < nb; b++) {
+        if (!(ends[b] > target))
+            continue;
+        size_t lo = b * DPF_FIND_BLOCK, len = n - lo < DPF_FIND_BLOCK ? n - lo : DPF_FIND_BLOCK;
+        weights(u + lo, len, umax, a, w);
+        dpf_running_sum(w, len, b ? ends[b - 1] : 0.0);
+        size_t i = 0;
+        while (!(w[i] > target))            /* ends at len - 1 at the latest */
+            i++;
+        return (int64_t)(lo + i);
+    }
+    return last;                            /* only if v * total rounded up to total */
 }
 
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind)

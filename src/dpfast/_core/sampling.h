@@ -109,7 +109,8 @@ void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_jo
 double dpf_sum_exp(const double *u, size_t n, double umax, double a);
 /* Inverse CDF within one chunk: with T the sum of exp((u_j - umax) * a) over u[0:n] in
  * index order, the smallest i whose running sum exceeds v * T (v uniform in [0, 1)); the last
- * positive weight if v * T rounds up to T; -1 if all weights are 0. */
+ * positive weight if v * T rounds up to T;
+ * -1 if all weights are 0; -2 if n exceeds DPF_CHUNK. */
 int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v);
 /* Test shims: the unit noise of word w with n0 leading zeros, and exp / ln as computed. */
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind);
