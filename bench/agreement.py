@@ -2,12 +2,12 @@
 figures? Runs each tool in fresh processes, alternately, and compares them.
 
     python bench/agreement.py [--pairs 5] [--size 10000000] [--repeat 9] [--threads 1 2]
-                              [--tolerance 0.15] [--json FILE]
+                              [--tolerance 0.15] [--only-compared] [--json FILE]
 
-Each pair runs ``dpfast bench --only laplace exponential_mechanism`` and ``bench/compare.py
---suite sampling selection`` at the same size, repeats and thread counts (which of the two
-goes first alternates from pair to pair, so that a drift of the machine does not favour
-one). For every figure the tools share - ns per element of numpy's baseline and of dpfast
+Each pair runs ``dpfast bench`` (every family, or with --only-compared just ``--only laplace
+exponential_mechanism``; other DP libraries left out) and ``bench/compare.py --suite
+sampling selection`` at the same size, repeats and thread counts (which of the two goes
+first alternates from pair to pair, so that a drift of the machine does not favour one). For every figure the tools share - ns per element of numpy's baseline and of dpfast
 at each thread count, and dpfast's ratio to numpy - it prints the relative difference
 ``bench / compare.py - 1`` within each pair, the median of each tool over the pairs and the
 difference of those medians, and how many pairs agree within the tolerance.
@@ -33,11 +33,11 @@ CASES = [("numpy Generator.laplace", "numpy Generator.laplace", "numpy Generator
          ("dp.exponential_mechanism", "dp.exponential_mechanism", "dp.exponential_mechanism")]
 
 
-def run_bench(size, repeat, threads, path):
-    subprocess.run([sys.executable, "-m", "dpfast", "bench", "--only", "laplace",
-                    "exponential_mechanism", "--size", str(size), "--repeat", str(repeat),
-                    "--threads", *map(str, threads), "--no-libraries", "--json", path],
-                   check=True, stdout=subprocess.DEVNULL)
+def run_bench(size, repeat, threads, path, only):
+    select = ["--only", "laplace", "exponential_mechanism"] if only else []
+    subprocess.run([sys.executable, "-m", "dpfast", "bench", *select, "--size", str(size),
+                    "--repeat", str(repeat), "--threads", *map(str, threads),
+                    "--no-libraries", "--json", path], check=True, stdout=subprocess.DEVNULL)
     with open(path) as f:
         rows = json.load(f)["results"]
     return {(r["name"], r["threads"]): (r["median_ns_per_element"], r["ratio_vs_baseline"])
@@ -78,6 +78,9 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=9)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--tolerance", type=float, default=0.15)
+    p.add_argument("--only-compared", action="store_true",
+                   help="run dpfast bench on Laplace and the exponential mechanism only "
+                        "(default: every family, as `dpfast bench` runs by default)")
     p.add_argument("--json", metavar="FILE", help="also write every figure of every run")
     args = p.parse_args(argv)
     runs = {"bench": [], "compare": []}
@@ -86,7 +89,8 @@ def main(argv=None):
             order = ("bench", "compare") if i % 2 == 0 else ("compare", "bench")
             for tool in order:
                 path = os.path.join(tmp, f"{tool}{i}.json")
-                runs[tool].append(run_bench(args.size, args.repeat, args.threads, path)
+                runs[tool].append(run_bench(args.size, args.repeat, args.threads, path,
+                                            args.only_compared)
                                   if tool == "bench" else
                                   run_compare(args.size, args.repeat, path))
             print(f"pair {i + 1} of {args.pairs} done ({order[0]} first)", file=sys.stderr)

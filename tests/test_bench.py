@@ -258,3 +258,18 @@ def test_agreement_script_pairs_the_two_tools(tmp_path):
         assert all(math.isfinite(x) and x > 0 for x in f["bench"] + f["compare"]), f
         assert 0 <= f["pairs_within"] <= 2
     assert "medians over pairs differ by at most" in proc.stdout
+
+
+def test_cases_are_interleaved_with_their_baseline_only():
+    calls = []
+
+    def case(name, family, impl, baseline):
+        return bench.Case(name, family, impl, 1, 10, lambda: calls.append(name), baseline)
+
+    todo = [case("np A", "a", "numpy", None), case("dp A", "a", "dpfast", "np A"),
+            case("np B", "b", "numpy", None), case("dp A2", "a", "dpfast", "np A"),
+            case("dp B", "b", "dpfast", "np B"), case("floor", "floor", "dpfast", None)]
+    times = bench._measure(todo, 2)
+    assert [len(t) for t in times] == [2] * len(todo)
+    a, b = ["np A", "dp A", "dp A2"], ["np B", "dp B"]
+    assert calls == a * 3 + b * 3 + ["floor"] * 3     # warm-up + 2 rounds, group by group
