@@ -2,7 +2,10 @@
 
 Each call is keyed by a fresh 256-bit sub-key drawn from the caller's generator; chunk c of
 the output (DPF_CHUNK elements) reads its own ChaCha20 streams (nonces 2c and 2c+1 under that
-key), so for a given key the output is the same whatever the number of threads.
+key), so for a given key the output is the same whatever the number of threads, and chunks
+can be handed out dynamically: a thread whose core is shared with another process does fewer
+of them instead of holding the others up (with one core of two busy elsewhere, 2-thread
+Laplace took 3.2-3.4 ns/sample dynamically against 5.4-5.9 statically, 4.2 on one thread).
 """
 import numpy as np
 
@@ -88,7 +91,7 @@ cdef void _run(const uint32_t[::1] key, const dpf_job *job, void *out, Py_ssize_
         for c in range(nchunks):
             dpf_fill_chunk(&key[0], c, job, out, n)
     else:
-        for c in prange(nchunks, num_threads=threads, schedule="static"):
+        for c in prange(nchunks, num_threads=threads, schedule="dynamic"):
             dpf_fill_chunk(&key[0], c, job, out, n)
 
 
@@ -164,7 +167,7 @@ cdef void _run_dgauss(const uint32_t[::1] key, const dpf_dgauss_job *job, void *
         for c in range(nchunks):
             dpf_dgauss_chunk(&key[0], c, job, out, n)
     else:
-        for c in prange(nchunks, num_threads=threads, schedule="static"):
+        for c in prange(nchunks, num_threads=threads, schedule="dynamic"):
             dpf_dgauss_chunk(&key[0], c, job, out, n)
 
 
@@ -234,7 +237,7 @@ def noisy_argmax(const uint32_t[::1] key, const double[::1] u, int noise, double
             for c in range(nchunks):
                 dpf_select_chunk(&key[0], c, &job, &u[0], n, so, &bi[c], &bv[c])
         else:
-            for c in prange(nchunks, num_threads=threads, schedule="static"):
+            for c in prange(nchunks, num_threads=threads, schedule="dynamic"):
                 dpf_select_chunk(&key[0], c, &job, &u[0], n, so, &bi[c], &bv[c])
     best = int(np.argmax(val))          # first maximum: the lowest chunk wins a tie
     return int(idx[best]) if val[best] > -np.inf else -1
@@ -256,7 +259,7 @@ def sum_exp_chunks(const double[::1] u, double umax, double a, int threads):
                 hi = min(n, lo + DPF_CHUNK)
                 o[c] = dpf_sum_exp(&u[lo], hi - lo, umax, a)
         else:
-            for c in prange(nchunks, num_threads=threads, schedule="static"):
+            for c in prange(nchunks, num_threads=threads, schedule="dynamic"):
                 lo = c * DPF_CHUNK
                 hi = min(n, lo + DPF_CHUNK)
                 o[c] = dpf_sum_exp(&u[lo], hi - lo, umax, a)
