@@ -83,6 +83,15 @@ def test_large_tables_use_shared_atomic_counts():
     np.testing.assert_array_equal(got, np.bincount(codes, minlength=3_000_000))
 
 
+@pytest.mark.parametrize("ncells", [1000, 3_000_000])        # private tables / shared atomic
+def test_counts_do_not_depend_on_threads_or_blocks(ncells):
+    # 1.1 M records: five blocks of uneven size, more blocks than threads and fewer.
+    codes = np.random.default_rng(5).integers(0, ncells, size=1_100_000)
+    want = np.bincount(codes, minlength=ncells)
+    for threads in (1, 2, 3, 5, 8):
+        np.testing.assert_array_equal(_counting.count_codes(codes, ncells, threads), want)
+
+
 # -- fused noise ---------------------------------------------------------------------------
 def test_release_is_counts_plus_discrete_laplace_and_thread_invariant():
     gen = np.random.default_rng(4)

@@ -1,13 +1,15 @@
-"""Compiled counting: one pass over the records, GIL released, threads over slabs.
+"""Compiled counting: one pass over the records, GIL released, threads over blocks.
 
-Each thread counts its slab of records into its own partial table (or, for tables too large
-to copy per thread, with atomic adds into one table); integer sums do not depend on the
-order, so the counts are the same for any number of threads.
+The records are cut into blocks that threads take as they become free (a thread on a core
+shared with another process takes fewer); each thread counts its blocks into its own partial
+table (or, for tables too large to copy per thread, with atomic adds into one table).
+Integer sums do not depend on the order, so the counts are the same for any number of
+threads and any assignment of blocks.
 """
 import numpy as np
 
 cimport numpy as cnp
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
@@ -40,6 +42,8 @@ AXIS_INTEGER = DPF_AXIS_INTEGER
 PRIVATE_CELLS = 1 << 21
 # Below this many records one thread is faster than starting more.
 MIN_PARALLEL_RECORDS = 1 << 16
+# Records per block handed to a thread (at least one block per thread).
+DEF BLOCK_RECORDS = 1 << 18
 
 cdef enum _Src:
     SRC_F64
@@ -72,21 +76,22 @@ cdef cnp.ndarray _count(int src, cnp.ndarray data, size_t n, size_t d, const dpf
     cdef int64_t *out = <int64_t *>cnp.PyArray_DATA(counts)
     cdef cnp.ndarray partial
     cdef int64_t *part
-    cdef Py_ssize_t t, nt = threads
+    cdef Py_ssize_t b, nt = threads
     if n < MIN_PARALLEL_RECORDS or nt <= 1:
         with nogil:
             _count_slab(src, ptr, 0, n, d, axes, strides, ncells, out, 0)
         return counts
+    cdef Py_ssize_t nb = max(nt, <Py_ssize_t>((n + BLOCK_RECORDS - 1) // BLOCK_RECORDS))
     cdef Py_ssize_t row = (ncells + 7) // 8 * 8   # rows on separate cache lines
     if nt * row <= PRIVATE_CELLS:
         partial = np.zeros((nt, row), dtype=np.int64)
         part = <int64_t *>cnp.PyArray_DATA(partial)
-        for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
-            _count_slab(src, ptr, n * t // nt, n * (t + 1) // nt, d, axes, strides, ncells,
-                        part + t * row, 0)
+        for b in prange(nb, nogil=True, num_threads=nt, schedule="dynamic"):
+            _count_slab(src, ptr, n * b // nb, n * (b + 1) // nb, d, axes, strides, ncells,
+                        part + threadid() * row, 0)
         return partial[:, :ncells].sum(axis=0)
-    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
-        _count_slab(src, ptr, n * t // nt, n * (t + 1) // nt, d, axes, strides, ncells,
+    for b in prange(nb, nogil=True, num_threads=nt, schedule="dynamic"):
+        _count_slab(src, ptr, n * b // nb, n * (b + 1) // nb, d, axes, strides, ncells,
                     out, 1)
     return counts
 

@@ -7,9 +7,9 @@ the L1 sensitivity is 1 whatever the number of cells, and discrete Laplace noise
 Bin edges must be public: edges computed from the data (``bins="auto"``, or a number of bins
 without a ``range``, which numpy fills with the data's minimum and maximum) reveal the data,
 so they are refused. Each function counts the records in one compiled pass (threads over
-slabs, partial tables summed), charges the accountant, then noises the cells by chunk with
-one stream per chunk; for a given generator state the release is the same for any number of
-threads.
+blocks of records, partial tables summed), charges the accountant, then noises the cells by
+chunk with one stream per chunk; for a given generator state the release is the same for any
+number of threads.
 """
 import math
 import numbers
