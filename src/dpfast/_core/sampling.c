@@ -360,18 +360,21 @@ typedef struct {
 static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
                                          dpf_dlap_grid_scalar, dpf_uniform_scalar,
                                          dpf_dlap_i32_scalar, dpf_narrow_scalar,
-                                         dpf_noisy_scalar, dpf_sum_exp_scalar, dpf_exp_weights_scalar,
+                                         dpf_noisy_scalar, dpf_sum_exp_scalar,
+                                         dpf_exp_weights_scalar,
                                          dpf_dgauss_batch_scalar};
 #ifdef DPF_HAVE_X86
 static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
                                        dpf_dlap_grid_avx2, dpf_uniform_avx2,
                                        dpf_dlap_i32_avx2, dpf_narrow_avx2,
-                                       dpf_noisy_avx2, dpf_sum_exp_avx2, dpf_exp_weights_avx2,
-                                         dpf_dgauss_batch_avx2};
+                                       dpf_noisy_avx2, dpf_sum_exp_avx2,
+                                       dpf_exp_weights_avx2,
+                                       dpf_dgauss_batch_avx2};
 static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
                                          dpf_dlap_grid_avx512, dpf_uniform_avx512,
                                          dpf_dlap_i32_avx512, dpf_narrow_avx512,
-                                         dpf_noisy_avx512, dpf_sum_exp_avx512, dpf_exp_weights_avx512,
+                                         dpf_noisy_avx512, dpf_sum_exp_avx512,
+                                         dpf_exp_weights_avx512,
                                          dpf_dgauss_batch_avx512};
 #endif
 
@@ -598,6 +601,11 @@ double dpf_sum_exp(const double *u, size_t n, double umax, double a)
 #define DPF_FIND_BLOCK 2048
 #define DPF_FIND_BLOCKS (DPF_CHUNK / DPF_FIND_BLOCK)
 
+static inline size_t dpf_find_block_len(size_t n, size_t lo)
+{
+    return n - lo < DPF_FIND_BLOCK ? n - lo : DPF_FIND_BLOCK;
+}
+
 /* The running sum of w[0:n] from `acc`, in index order, written over w; returns the end. */
 static double dpf_running_sum(double *w, size_t n, double acc)
 {
@@ -624,7 +632,7 @@ int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
     double acc = 0.0;
     int64_t last = -1;                      /* the last candidate of positive weight */
     for (size_t b = 0; b < nb; b++) {
-        size_t lo = b * DPF_FIND_BLOCK, len = n - lo < DPF_FIND_BLOCK ? n - lo : DPF_FIND_BLOCK;
+        size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
         weights(u + lo, len, umax, a, w);
         for (size_t i = len; i-- > 0;)
             if (w[i] > 0.0) {
@@ -639,7 +647,7 @@ int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
     for (size_t b = 0; b < nb; b++) {
         if (!(ends[b] > target))
             continue;
-        size_t lo = b * DPF_FIND_BLOCK, len = n - lo < DPF_FIND_BLOCK ? n - lo : DPF_FIND_BLOCK;
+        size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
         weights(u + lo, len, umax, a, w);
         dpf_running_sum(w, len, b ? ends[b - 1] : 0.0);
         size_t i = 0;
