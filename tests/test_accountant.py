@@ -298,7 +298,9 @@ def fast_thread_switching():
     sys.setswitchinterval(old)
 
 
-def _spend_concurrently(acct, n_threads, per_thread, epsilon):
+def _concurrently(n_threads, per_thread, attempt):
+    """Start n_threads together, each calling attempt(i) per_thread times; the number of
+    calls that did not raise BudgetExceededError."""
     successes = [0] * n_threads
     start = threading.Barrier(n_threads)
 
@@ -306,7 +308,7 @@ def _spend_concurrently(acct, n_threads, per_thread, epsilon):
         start.wait()
         for _ in range(per_thread):
             try:
-                acct.spend(epsilon)
+                attempt(i)
             except dp.BudgetExceededError:
                 continue
             successes[i] += 1
@@ -323,7 +325,7 @@ def _spend_concurrently(acct, n_threads, per_thread, epsilon):
                                              (7.999, 7999)])   # and never overruns it
 def test_concurrent_spends(fast_thread_switching, budget, fitting):
     acct = dp.Accountant(epsilon=budget)
-    assert _spend_concurrently(acct, 8, 1000, 0.001) == fitting
+    assert _concurrently(8, 1000, lambda i: acct.spend(0.001)) == fitting
     assert acct.spent == (budget, 0.0)
     assert acct.remaining == (0.0, 0.0)
     assert len(acct) == fitting
@@ -331,27 +333,10 @@ def test_concurrent_spends(fast_thread_switching, budget, fitting):
 
 def test_concurrent_mechanisms_share_one_budget(fast_thread_switching):
     acct = dp.Accountant(epsilon=3.0)
-    n_threads, per_thread = 8, 50
-    successes = [0] * n_threads
-    start = threading.Barrier(n_threads)
-
-    def worker(i):
-        rng = dp.ChaCha20(seed=i)
-        start.wait()
-        for _ in range(per_thread):
-            try:
-                dp.laplace_mechanism(i, sensitivity=1.0, epsilon=0.01, accountant=acct,
-                                     rng=rng, threads=1)
-            except dp.BudgetExceededError:
-                continue
-            successes[i] += 1
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sum(successes) == 300
+    rngs = [dp.ChaCha20(seed=i) for i in range(8)]
+    release = (lambda i: dp.laplace_mechanism(i, sensitivity=1.0, epsilon=0.01,
+                                              accountant=acct, rng=rngs[i], threads=1))
+    assert _concurrently(8, 50, release) == 300
     assert acct.spent == (3.0, 0.0)
 
 
@@ -410,7 +395,7 @@ def test_with_blocks_in_different_threads_are_independent():
 # -- acceptance: concurrent spends never overrun ---------------------------------------
 def test_sixteen_threads_race_for_forty_quarters(fast_thread_switching):
     acct = dp.Accountant(epsilon=10.0)
-    assert _spend_concurrently(acct, 16, 1000, 0.25) == 40
+    assert _concurrently(16, 1000, lambda i: acct.spend(0.25)) == 40
     assert acct.spent == (10.0, 0.0)
     assert len(acct) == 40
 

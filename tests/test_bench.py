@@ -273,3 +273,12 @@ def test_cases_are_interleaved_with_their_baseline_only():
     assert [len(t) for t in times] == [2] * len(todo)
     a, b = ["np A", "dp A", "dp A2"], ["np B", "dp B"]
     assert calls == a * 3 + b * 3 + ["floor"] * 3     # warm-up + 2 rounds, group by group
+
+
+@pytest.mark.parametrize("family, baseline", [("discrete_laplace", "numpy Generator.laplace"),
+                                              ("discrete_gaussian", "numpy Generator.normal")])
+def test_only_a_family_still_runs_its_baseline(family, baseline):
+    report = bench.run(quick=True, threads=1, only=family, include_libraries=False)
+    names = [r["name"] for r in report.results]
+    assert baseline in names
+    assert all(r["ratio_vs_baseline"] > 0 for r in report.results if r["impl"] == "dpfast")

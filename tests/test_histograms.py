@@ -6,6 +6,7 @@ from scipy import stats
 import dpfast as dp
 from dpfast import _counting, histograms
 from dpfast.datasets import load_adult
+from refusals import rng_state, spends_nothing
 
 # At epsilon = 1e6 the noise scale is 1e-6, and |K| >= 1 would need U < exp(-1e6): beyond
 # the sampler's deepest binade (2^-1099), so these releases are the exact counts.
@@ -14,10 +15,6 @@ EXACT = dict(epsilon=1e6)
 
 def acct():
     return dp.Accountant()
-
-
-def rng_state(g):
-    return g.state["state"]["counter"], g.state["buffer_pos"]
 
 
 # -- counting is exact ---------------------------------------------------------------------
@@ -249,11 +246,8 @@ def test_bad_input_raises_before_anything_is_spent(call, exc, text):
     a = acct()
     a.spend(0.25)
     g = dp.ChaCha20(2)
-    state = rng_state(g)
-    with pytest.raises(exc, match=text):
+    with spends_nothing(a, g), pytest.raises(exc, match=text):
         call(a, g)
-    assert a.spent == (0.25, 0.0) and len(a) == 1
-    assert rng_state(g) == state
 
 
 def test_categories_other_cell_and_pandas():

@@ -83,16 +83,31 @@ NOISE_GUMBEL = DPF_NOISE_GUMBEL
 MAX_EXTRA_WORDS = DPF_MAX_EXTRA_WORDS
 
 
-cdef void _run(const uint32_t[::1] key, const dpf_job *job, void *out, Py_ssize_t n,
-               int threads) noexcept nogil:
+# One chunk of a fill: the chunk driver below runs either kernel through this signature.
+ctypedef void (*_chunk_fn)(const uint32_t *key, uint64_t chunk, const void *job, void *out,
+                           size_t n_total) noexcept nogil
+
+
+cdef void _laplace_chunk(const uint32_t *key, uint64_t chunk, const void *job, void *out,
+                         size_t n_total) noexcept nogil:
+    dpf_fill_chunk(key, chunk, <const dpf_job *>job, out, n_total)
+
+
+cdef void _dgauss_chunk(const uint32_t *key, uint64_t chunk, const void *job, void *out,
+                        size_t n_total) noexcept nogil:
+    dpf_dgauss_chunk(key, chunk, <const dpf_dgauss_job *>job, out, n_total)
+
+
+cdef void _run_chunks(_chunk_fn fill, const uint32_t[::1] key, const void *job, void *out,
+                      Py_ssize_t n, int threads) noexcept nogil:
     cdef Py_ssize_t nchunks = (n + DPF_CHUNK - 1) // DPF_CHUNK
     cdef Py_ssize_t c
     if nchunks <= 1 or threads <= 1:
         for c in range(nchunks):
-            dpf_fill_chunk(&key[0], c, job, out, n)
+            fill(&key[0], c, job, out, n)
     else:
         for c in prange(nchunks, num_threads=threads, schedule="dynamic"):
-            dpf_fill_chunk(&key[0], c, job, out, n)
+            fill(&key[0], c, job, out, n)
 
 
 cdef int _attach(dpf_job *job, const void *base, Py_ssize_t n_base, Py_ssize_t n_out) except -1:
@@ -121,7 +136,8 @@ def fill_uniform(const uint32_t[::1] key, double[::1] out, int threads, uint64_t
     chunk0 * CHUNK, so that a release made block by block equals one made in one call."""
     cdef dpf_job job = _job(DPF_MODE_UNIFORM, 1.0, chunk0)
     with nogil:
-        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+        _run_chunks(_laplace_chunk, key, &job, &out[0] if out.shape[0] else NULL,
+                    out.shape[0], threads)
 
 
 def fill_discrete_laplace(const uint32_t[::1] key, int64_t[::1] out, double t,
@@ -132,7 +148,8 @@ def fill_discrete_laplace(const uint32_t[::1] key, int64_t[::1] out, double t,
     if base is not None:
         _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
-        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+        _run_chunks(_laplace_chunk, key, &job, &out[0] if out.shape[0] else NULL,
+                    out.shape[0], threads)
 
 
 def fill_discrete_laplace_i32(const uint32_t[::1] key, int32_t[::1] out, double t,
@@ -143,7 +160,8 @@ def fill_discrete_laplace_i32(const uint32_t[::1] key, int32_t[::1] out, double 
     if base is not None:
         _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
-        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
+        _run_chunks(_laplace_chunk, key, &job, &out[0] if out.shape[0] else NULL,
+                    out.shape[0], threads)
 
 
 def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double g,
@@ -156,19 +174,8 @@ def fill_grid_laplace(const uint32_t[::1] key, double[::1] out, double t, double
     if base is not None:
         _attach(&job, &base[0] if base.shape[0] else NULL, base.shape[0], out.shape[0])
     with nogil:
-        _run(key, &job, &out[0] if out.shape[0] else NULL, out.shape[0], threads)
-
-
-cdef void _run_dgauss(const uint32_t[::1] key, const dpf_dgauss_job *job, void *out,
-                      Py_ssize_t n, int threads) noexcept nogil:
-    cdef Py_ssize_t nchunks = (n + DPF_CHUNK - 1) // DPF_CHUNK
-    cdef Py_ssize_t c
-    if nchunks <= 1 or threads <= 1:
-        for c in range(nchunks):
-            dpf_dgauss_chunk(&key[0], c, job, out, n)
-    else:
-        for c in prange(nchunks, num_threads=threads, schedule="dynamic"):
-            dpf_dgauss_chunk(&key[0], c, job, out, n)
+        _run_chunks(_laplace_chunk, key, &job, &out[0] if out.shape[0] else NULL,
+                    out.shape[0], threads)
 
 
 cdef _fill_dgauss(const uint32_t[::1] key, void *out, Py_ssize_t n, double sigma, int grid,
@@ -186,7 +193,7 @@ cdef _fill_dgauss(const uint32_t[::1] key, void *out, Py_ssize_t n, double sigma
             raise ValueError("base and out differ in length")
         job.base = base
     with nogil:
-        _run_dgauss(key, &job, out, n, threads)
+        _run_chunks(_dgauss_chunk, key, &job, out, n, threads)
 
 
 def fill_discrete_gaussian(const uint32_t[::1] key, int64_t[::1] out, double sigma,

@@ -168,7 +168,10 @@ def cases(size, threads, only=None):
     out = []
 
     def add(family, name, impl, t, fn):
-        if keep is None or family in keep:
+        # A numpy baseline runs whenever a kept family is compared with it (numpy's laplace
+        # serves discrete_laplace too, its normal discrete_gaussian).
+        if (keep is None or family in keep
+                or impl == "numpy" and any(BASELINES.get(f) == name for f in keep)):
             out.append(Case(name, family, impl, t, n, fn,
                             None if impl == "numpy" else BASELINES[family]))
 

@@ -463,45 +463,28 @@ def _bench(args, out):
     return 0
 
 
-def _positive_int(text):
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if x < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return x
-
-
 # -- arguments --------------------------------------------------------------------------
-def _positive_float(text):
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(x) and x > 0):
-        raise argparse.ArgumentTypeError(f"epsilon must be a finite number > 0, got {text!r}")
-    return x
+def _arg(convert, ok, rule):
+    """An argparse type: ``convert`` the text, then require ``ok`` of the value; the error
+    says ``rule`` (with the text given)."""
+    kind = "an integer" if convert is int else "a number"
+
+    def parse(text):
+        try:
+            x = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+        if not ok(x):
+            raise argparse.ArgumentTypeError(f"{rule}, got {text!r}")
+        return x
+    return parse
 
 
-def _probability(text):
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < x < 1:
-        raise argparse.ArgumentTypeError(f"beta must be in (0, 1), got {text!r}")
-    return x
-
-
-def _seed(text):
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if x < 0:
-        raise argparse.ArgumentTypeError(f"seed must be >= 0, got {text!r}")
-    return x
+_positive_int = _arg(int, lambda x: x >= 1, "must be >= 1")
+_positive_float = _arg(float, lambda x: math.isfinite(x) and x > 0,
+                       "epsilon must be a finite number > 0")
+_probability = _arg(float, lambda x: 0 < x < 1, "beta must be in (0, 1)")
+_seed = _arg(int, lambda x: x >= 0, "seed must be >= 0")
 
 
 SEED_HELP = ("seed the noise generator: reproducible output for tests and demonstrations. "
