@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast import _sampling
+from dpfast import _native
 
 MANT_MASK = (1 << 52) - 1
 SIGN = 1 << 52
@@ -31,7 +31,7 @@ def bits_for(k, t):
     mant = np.clip(np.round((m - 1.0) * 2.0**52), 0, MANT_MASK).astype(np.uint64)
     words = mant | np.where(k < 0, np.uint64(SIGN), np.uint64(0))
     n0 = n0.astype(np.uint64)
-    got = _sampling.dlap_from_bits(words, n0, t)
+    got = _native.dlap_from_bits(words, n0, t)
     # The cell is ~2^28 mantissa steps wide, so the midpoint lands inside; nudge if not.
     for step in (1, -1, 2, -2, 4, -4):
         miss = got != k
@@ -40,7 +40,7 @@ def bits_for(k, t):
         words[miss] = (words[miss] & ~np.uint64(MANT_MASK)) | \
             ((words[miss] & np.uint64(MANT_MASK)) + np.uint64(step & MANT_MASK)) \
             & np.uint64(MANT_MASK)
-        got[miss] = _sampling.dlap_from_bits(words[miss], n0[miss], t)
+        got[miss] = _native.dlap_from_bits(words[miss], n0[miss], t)
     return words, n0, got == k
 
 

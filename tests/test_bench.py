@@ -57,9 +57,9 @@ def test_results_sorted_by_family(report):
 def test_machine_info(report):
     m = report.machine
     assert m["cores"] >= 1 and m["default_threads"] >= 1
-    for key in ("cpu", "numpy", "numpy_simd", "keystream_impl", "sampling_impl"):
+    for key in ("cpu", "numpy", "numpy_simd", "simd"):
         assert isinstance(m[key], str) and m[key]
-    assert isinstance(m["openmp"], bool)
+    assert isinstance(m["threads_available"], bool)
 
 
 def test_text_and_markdown(report):

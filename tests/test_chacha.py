@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast import _chacha, _sampling
+from dpfast import _native
 
 KEY = bytes(range(32))
 
@@ -43,8 +43,8 @@ SUNSCREEN_CT = bytes.fromhex(
 
 
 def _available_impls():
-    impls = [name for name in ("avx512", "avx2", "scalar") if _chacha.set_simd_impl(name)]
-    _chacha.set_simd_impl("auto")
+    impls = [name for name in ("avx512", "avx2", "scalar") if _native.set_simd_impl(name)]
+    _native.set_simd_impl("auto")
     return impls
 
 
@@ -53,9 +53,9 @@ IMPLS = _available_impls()
 
 @pytest.fixture(params=IMPLS)
 def impl(request):
-    assert _chacha.set_simd_impl(request.param)
+    assert _native.set_simd_impl(request.param)
     yield request.param
-    _chacha.set_simd_impl("auto")
+    _native.set_simd_impl("auto")
 
 
 def keystream(key, nonce, counter, nbytes):
@@ -120,10 +120,10 @@ def test_matches_reference_across_32bit_counter_wrap(counter, impl):
 def test_all_implementations_agree():
     streams = {}
     for name in IMPLS:
-        assert _chacha.set_simd_impl(name)
+        assert _native.set_simd_impl(name)
         g = dp.ChaCha20(seed=2024)
         streams[name] = np.concatenate([g.random_raw(n) for n in (1, 7, 128, 1000, 3, 4096)])
-    _chacha.set_simd_impl("auto")
+    _native.set_simd_impl("auto")
     first = streams[IMPLS[0]]
     for name in IMPLS[1:]:
         np.testing.assert_array_equal(streams[name], first)
@@ -274,5 +274,4 @@ def test_state_and_pickle_round_trip():
 
 
 def test_sampling_kernels_report_an_implementation():
-    assert _chacha.simd_impl() in ("avx512", "avx2", "scalar")
-    assert _sampling.simd_impl() in ("avx512", "avx2", "scalar")
+    assert _native.simd_impl() in ("avx512", "avx2", "scalar")

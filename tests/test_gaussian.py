@@ -7,7 +7,7 @@ import pytest
 from scipy import optimize, stats
 
 import dpfast as dp
-from dpfast import _sampling, random as _random
+from dpfast import _native
 from refusals import spends_nothing
 
 
@@ -71,7 +71,7 @@ def test_grid_gaussian_moments_and_grid():
 
 
 def test_thread_count_and_rng_forms_do_not_change_the_output():
-    n = 3 * _sampling.CHUNK + 17
+    n = 3 * _native.CHUNK + 17
     a = dp.gaussian(2.0, n, rng=3, threads=1)
     assert np.array_equal(a, dp.gaussian(2.0, n, rng=3, threads=2))
     assert np.array_equal(a, dp.gaussian(2.0, n, rng=dp.ChaCha20(3), threads=3))

@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 import dpfast as dp
-from dpfast import _counting, histograms
+from dpfast import _native, histograms
 from dpfast.datasets import load_adult
 from refusals import rng_state, spends_nothing
 
@@ -75,8 +75,8 @@ def test_histogramdd_equals_numpy():
 def test_large_tables_use_shared_atomic_counts():
     gen = np.random.default_rng(3)
     codes = gen.integers(0, 3_000_000, size=2_000_000)
-    assert 3_000_000 > _counting.PRIVATE_CELLS
-    got = _counting.count_codes(codes, 3_000_000, 2)
+    assert 3_000_000 > _native.PRIVATE_CELLS
+    got = _native.count_codes(codes, 3_000_000, 2)
     np.testing.assert_array_equal(got, np.bincount(codes, minlength=3_000_000))
 
 
@@ -86,7 +86,7 @@ def test_counts_do_not_depend_on_threads_or_blocks(ncells):
     codes = np.random.default_rng(5).integers(0, ncells, size=1_100_000)
     want = np.bincount(codes, minlength=ncells)
     for threads in (1, 2, 3, 5, 8):
-        np.testing.assert_array_equal(_counting.count_codes(codes, ncells, threads), want)
+        np.testing.assert_array_equal(_native.count_codes(codes, ncells, threads), want)
 
 
 # -- fused noise ---------------------------------------------------------------------------

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast import _chacha, _sampling
+from dpfast import _native
 
-CHUNK = _sampling.CHUNK
+CHUNK = _native.CHUNK
 
 
 def _stream(key, nonce64):
@@ -29,7 +29,7 @@ def rebuild_bits(seed, n):
         extra = _stream(key, 2 * c + 1)
         for i in np.flatnonzero(n0 < 0):        # slow path: continue counting zero bits
             z = 0
-            for _ in range(_sampling.MAX_EXTRA_WORDS):
+            for _ in range(_native.MAX_EXTRA_WORDS):
                 v = int(extra.random_raw())
                 if v:
                     z += 64 - v.bit_length()
@@ -48,7 +48,7 @@ def test_discrete_laplace_rebuilt_from_keystream():
     t = 3.5
     words, n0 = rebuild_bits(77, N_MULTI)
     assert (n0 >= 11).sum() > 20          # the slow path is exercised
-    want = _sampling.dlap_from_bits(words, n0, t).astype(np.int64)
+    want = _native.dlap_from_bits(words, n0, t).astype(np.int64)
     np.testing.assert_array_equal(dp.discrete_laplace(t, N_MULTI, rng=77), want)
 
 
@@ -56,14 +56,14 @@ def test_laplace_rebuilt_from_keystream():
     scale = 2.5
     g = dp.laplace_granularity(scale)
     words, n0 = rebuild_bits(78, N_MULTI)
-    want = _sampling.dlap_from_bits(words, n0, scale / g) * g
+    want = _native.dlap_from_bits(words, n0, scale / g) * g
     np.testing.assert_array_equal(dp.laplace(scale, N_MULTI, rng=78), want)
 
 
 def test_uniform_rebuilt_from_keystream():
     words, n0 = rebuild_bits(79, N_MULTI)
     np.testing.assert_array_equal(dp.uniform(N_MULTI, rng=79),
-                                  _sampling.uniform_from_bits(words, n0))
+                                  _native.uniform_from_bits(words, n0))
 
 
 def test_mechanism_is_rounded_input_plus_noise():
@@ -112,19 +112,18 @@ def test_output_does_not_depend_on_omp_num_threads(monkeypatch):
 
 
 def test_output_does_not_depend_on_instruction_set():
-    impls = [name for name in ("avx512", "avx2", "scalar") if _sampling.set_simd_impl(name)]
+    impls = [name for name in ("avx512", "avx2", "scalar") if _native.set_simd_impl(name)]
     results = []
     try:
         for name in impls:
-            # Both the sampling loops and the keystream they read (and the sub-key's).
-            assert _sampling.set_simd_impl(name) and _chacha.set_simd_impl(name)
-            assert _sampling.keystream_impl() == name
+            # One switch: the sampling loops and the keystream they read (and the sub-key's).
+            assert _native.set_simd_impl(name)
+            assert _native.simd_impl() == name
             results.append((dp.laplace(3.0, CHUNK + 500, rng=9),
                             dp.discrete_laplace(0.7, CHUNK + 500, rng=9),
                             dp.uniform(CHUNK + 500, rng=9)))
     finally:
-        _sampling.set_simd_impl("auto")
-        _chacha.set_simd_impl("auto")
+        _native.set_simd_impl("auto")
     for other in results[1:]:
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
@@ -132,20 +131,21 @@ def test_output_does_not_depend_on_instruction_set():
 
 def test_simd_environment_variable_selects_the_implementation():
     # DPFAST_SIMD is read at first use in a fresh process; outputs must not change.
-    code = ("import dpfast as dp, dpfast._sampling as s, dpfast._chacha as c;"
-            "x = dp.laplace(1.0, 70000, rng=3);"
-            "print(s.simd_impl(), s.keystream_impl(), c.simd_impl(), x.sum().hex())")
+    # `dpfast info` reports the instruction set in use, the one the samplers run.
+    code = ("import io, dpfast as dp, dpfast._native as n, dpfast.cli as cli;"
+            "x = dp.laplace(1.0, 70000, rng=3); out = io.StringIO(); cli.main(['info'], out);"
+            "print(n.simd_impl(), out.getvalue().split()[out.getvalue().split().index("
+            "'samplers):') + 1], x.sum().hex())")
     seen = {}
     for name in ("avx512", "avx2", "scalar"):
-        if not _sampling.set_simd_impl(name):
+        if not _native.set_simd_impl(name):
             continue
         env = dict(os.environ, DPFAST_SIMD=name)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True).stdout.split()
-        assert out[:3] == [name] * 3
-        seen[name] = out[3]
-    _sampling.set_simd_impl("auto")
-    _chacha.set_simd_impl("auto")
+        assert out[:2] == [name] * 2
+        seen[name] = out[2]
+    _native.set_simd_impl("auto")
     assert len(set(seen.values())) == 1
 
 

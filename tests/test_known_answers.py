@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast import _chacha, _sampling
+from dpfast import _native
 
 C = 65536
 
@@ -103,20 +103,16 @@ def cases():
 ANSWERS = Path(__file__).with_name("known_answers.json")
 
 
-def set_impl(name):
-    return _chacha.set_simd_impl(name) and _sampling.set_simd_impl(name)
-
-
-IMPLS = [name for name in ("avx512", "avx2", "scalar") if set_impl(name)]
-set_impl("auto")
+IMPLS = [name for name in ("avx512", "avx2", "scalar") if _native.set_simd_impl(name)]
+_native.set_simd_impl("auto")
 CASES = cases()
 
 
 @pytest.fixture(params=IMPLS)
 def impl(request):
-    assert set_impl(request.param)
+    assert _native.set_simd_impl(request.param)
     yield request.param
-    set_impl("auto")
+    _native.set_simd_impl("auto")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -16,14 +16,14 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpfast import _sampling
+from dpfast import _native
 from dpfast import noise
 
 mpmath.mp.prec = 120
 
 SQRT2_MANT = 0x6A09E667F3BCC
 MANT_MASK = (1 << 52) - 1
-MAX_N0 = 11 + 64 * _sampling.MAX_EXTRA_WORDS - 1 + 1   # deepest binade the kernel reaches
+MAX_N0 = 11 + 64 * _native.MAX_EXTRA_WORDS - 1 + 1   # deepest binade the kernel reaches
 
 
 def _mantissas(rng, n):
@@ -45,7 +45,7 @@ def _exact_z(t, n0, mant):
 
 def _max_error_ratio(t, n0s, mants):
     words = mants.astype(np.uint64)        # binade bits are bypassed by the shim
-    fb, rest = _sampling.dlap_z_from_bits(words, n0s.astype(np.uint64), t)
+    fb, rest = _native.dlap_z_from_bits(words, n0s.astype(np.uint64), t)
     bound = (t + 1) * noise.FP_ERROR
     truncation = t * float(mpmath.log1p(mpmath.mpf(2) ** -52))
     worst = 0.0
@@ -88,7 +88,7 @@ def test_floor_is_exact_away_from_cell_boundaries():
         words.append(mant)
         n0s.append(n0)
         exact.append(int(mpmath.floor(_exact_z(t, n0, mant))))
-    got = _sampling.dlap_from_bits(np.array(words, dtype=np.uint64),
+    got = _native.dlap_from_bits(np.array(words, dtype=np.uint64),
                                    np.array(n0s, dtype=np.uint64), t)
     assert len(words) > 250
     np.testing.assert_array_equal(np.abs(got), np.array(exact, dtype=np.float64))
@@ -99,18 +99,18 @@ def test_sign_bit_and_zero():
     n0 = np.zeros(2, dtype=np.uint64)
     mant = np.uint64(12345)
     words = np.array([mant, mant | np.uint64(1 << 52)], dtype=np.uint64)
-    pos, neg = _sampling.dlap_from_bits(words, n0, t)
+    pos, neg = _native.dlap_from_bits(words, n0, t)
     assert neg == -pos
     # A zero sample is +0.0 whatever its sign bit: a released -0.0 would carry a bit of
     # the noise.
     t_small = 1e-3
-    zeros = _sampling.dlap_from_bits(words, n0, t_small)
+    zeros = _native.dlap_from_bits(words, n0, t_small)
     assert (zeros == 0).all() and not np.signbit(zeros).any()
 
 
 def test_params_are_accurate():
     for t in (1e-3, 1.0, 7.5, 2.0**24, 2.0**40):
-        p = _sampling.dlap_params(t)
+        p = _native.dlap_params(t)
         c = mpmath.log(2) - mpmath.log1p(mpmath.exp(-1 / mpmath.mpf(t)))
         assert abs(mpmath.mpf(p["c"]) - c) <= 2**-52
         # a_hi has at most 40 significant bits, so n*a_hi is exact for n < 2^13.
@@ -125,7 +125,7 @@ def test_uniform_from_bits_is_the_truncated_real():
     rng = np.random.default_rng(3)
     mants = _mantissas(rng, 200)
     for n0 in (0, 5, 10, 11, 200, 1020, 1021, 1022, 1030, 1073, 1074, 1098):
-        got = _sampling.uniform_from_bits(mants, np.full(mants.size, n0, dtype=np.uint64))
+        got = _native.uniform_from_bits(mants, np.full(mants.size, n0, dtype=np.uint64))
         for u, mant in zip(got, mants):
             real = (1 + Fraction(int(mant), 2**52)) / 2**(n0 + 1)
             tiny = Fraction(1, 2**1074)

@@ -13,12 +13,11 @@ import pytest
 from scipy import integrate, stats
 
 import dpfast as dp
-from dpfast import _sampling
-from dpfast import random as dp_random
+from dpfast import _native
 from dpfast.datasets import load_adult
 from refusals import rng_state, spends_nothing
 
-CHUNK = _sampling.CHUNK
+CHUNK = _native.CHUNK
 ALPHA = 1e-4
 
 
@@ -650,10 +649,10 @@ def test_exponential_mechanism_is_inverse_cdf_of_its_uniforms():
 # -- the noise itself, rebuilt from the keystream ------------------------------------------------
 def keystream_bits(key, n):
     """(words, n0) that the selection kernel reads for n candidates under the sub-key `key`
-    (8 uint32): chunk c reads one word per candidate from the ChaCha20 stream with nonce 2c;
+    (a dpfast._native.Key): chunk c reads one word per candidate from the ChaCha20 stream with nonce 2c;
     the word's top 11 bits hold the binade, n0 = 10 - floor(log2 top) leading zeros; when they
     are all zero, zero bits are counted on through the words of stream 2c + 1."""
-    kb = np.asarray(key, dtype="<u4").tobytes()
+    kb = bytes(key)
 
     def stream(nonce):
         return dp.ChaCha20(key=kb, nonce=b"\0\0\0\0" + int(nonce).to_bytes(8, "little"))
@@ -668,7 +667,7 @@ def keystream_bits(key, n):
         extra = stream(2 * c + 1)
         for i in np.flatnonzero(~fast):
             zeros = 11
-            for _ in range(_sampling.MAX_EXTRA_WORDS):
+            for _ in range(_native.MAX_EXTRA_WORDS):
                 v = int(extra.random_raw())
                 zeros += 64 - v.bit_length()
                 if v:
@@ -679,8 +678,8 @@ def keystream_bits(key, n):
     return np.concatenate(words), np.concatenate(n0s)
 
 
-KINDS = {"laplace": _sampling.NOISE_LAPLACE, "exponential": _sampling.NOISE_EXPONENTIAL,
-         "gumbel": _sampling.NOISE_GUMBEL}
+KINDS = {"laplace": _native.NOISE_LAPLACE, "exponential": _native.NOISE_EXPONENTIAL,
+         "gumbel": _native.NOISE_GUMBEL}
 REFERENCE = {"laplace": stats.laplace, "exponential": stats.expon, "gumbel": stats.gumbel_r}
 
 
@@ -692,23 +691,23 @@ def test_noisy_scores_are_rebuilt_from_the_keystream(kind):
     u[::101] = -np.inf
     umax = float(u.max())
     inv = 0.3
-    key = dp_random.draw_key(dp.ChaCha20(1301))
+    key = _native.Key(dp.ChaCha20(1301))
     words, n0 = keystream_bits(key, n)
     assert (n0 >= 11).sum() > 20                            # the slow path is exercised
-    noise = _sampling.select_noise_from_bits(words, n0, KINDS[kind])
+    noise = _native.select_noise_from_bits(words, n0, KINDS[kind])
     want = (u - umax) * inv + noise
-    scores = np.empty(n)
     for threads in (1, 2):
-        idx = _sampling.noisy_argmax(key, u, KINDS[kind], umax, inv, threads, scores)
+        scores = _native.noisy_scores(key, u, KINDS[kind], umax, inv, threads)
         np.testing.assert_array_equal(scores, want)
-        assert idx == int(np.argmax(want))
+        assert _native.noisy_argmax(key, u, KINDS[kind], umax, inv, threads) == \
+            int(np.argmax(want))
     # The unit noise has its distribution: Kolmogorov-Smirnov over 132k draws, alpha = 1e-4.
     assert stats.kstest(noise, REFERENCE[kind].cdf).pvalue > ALPHA
     # The public release with rng=seed is the arg-max of exactly these scores (the key is the
     # seeded generator's first sub-key), at inv = eps / (2D).
     key_seed = 1302
-    words, n0 = keystream_bits(dp_random.draw_key(dp.ChaCha20(key_seed)), n)
-    noise = _sampling.select_noise_from_bits(words, n0, KINDS[kind])
+    words, n0 = keystream_bits(_native.Key(dp.ChaCha20(key_seed)), n)
+    noise = _native.select_noise_from_bits(words, n0, KINDS[kind])
     eps = 0.6
     # (inv computed as 1 / scale, as documented, so that the scores are bit-identical.)
     got = dp.report_noisy_max(u, epsilon=eps, noise=kind, accountant=acct(), rng=key_seed)
@@ -739,7 +738,7 @@ def test_exp_nonpos_within_two_ulps_of_math_exp():
         [0.0, -0.0, -5e-324, -1e-300, -2**-53, -math.log(2), -708.3964185322641,
          -709.0895657128241, -744.4400719213812, -745.1332191019411, -745.1332191019412],
     ])
-    got = _sampling.exp_nonpos(x)
+    got = _native.exp_nonpos(x)
     want = np.array([math.exp(v) for v in x])
     d = _ulps(got, want)
     assert d.max() <= 2, (x[np.argmax(d)], got[np.argmax(d)], want[np.argmax(d)])
@@ -749,14 +748,14 @@ def test_exp_nonpos_within_two_ulps_of_math_exp():
 
 def test_exp_nonpos_is_zero_below_the_range():
     x = np.array([-746.0000000000001, -746.5, -800.0, -1e5, -1e300, -FMAX, -np.inf])
-    got = _sampling.exp_nonpos(x)
+    got = _native.exp_nonpos(x)
     assert got.tolist() == [0.0] * x.size and not np.signbit(got).any()
 
 
 def _find_exp_reference(u, umax, a, v):
     """dpf_find_exp's definition, one candidate at a time: the first index whose running
     sum of exp((u - umax) a), in index order, exceeds v times the total."""
-    w = _sampling.exp_nonpos((u - umax) * a)
+    w = _native.exp_nonpos((u - umax) * a)
     total = 0.0
     for x in w:
         total += x
@@ -772,7 +771,7 @@ def _find_exp_reference(u, umax, a, v):
 
 @pytest.mark.parametrize("impl", ["avx512", "avx2", "scalar"])
 def test_find_exp_matches_its_sequential_definition(impl):
-    if not _sampling.set_simd_impl(impl):
+    if not _native.set_simd_impl(impl):
         pytest.skip(f"this CPU has no {impl}")
     gen = np.random.default_rng(1450)
     try:
@@ -788,13 +787,13 @@ def test_find_exp_matches_its_sequential_definition(impl):
             vs = np.concatenate([gen.random(20), [0.0, 0.5, 1.0 - 2**-53]])
             for v in vs:
                 want = _find_exp_reference(u, umax, a, v)
-                assert _sampling.find_exp(u, 0, n, umax, a, v) == want, (trial, v)
+                assert _native.find_exp(u, 0, n, umax, a, v) == want, (trial, v)
         # All excluded, and one candidate only.
-        assert _sampling.find_exp(np.full(5, -np.inf), 0, 5, 0.0, 1.0, 0.3) == -1
-        assert _sampling.find_exp(np.array([-np.inf, 2.0, -np.inf]), 0, 3, 2.0, 1.0,
+        assert _native.find_exp(np.full(5, -np.inf), 0, 5, 0.0, 1.0, 0.3) == -1
+        assert _native.find_exp(np.array([-np.inf, 2.0, -np.inf]), 0, 3, 2.0, 1.0,
                                   1.0 - 2**-53) == 1
     finally:
-        _sampling.set_simd_impl("auto")
+        _native.set_simd_impl("auto")
 
 
 def _noise_words(gen, n):
@@ -818,11 +817,11 @@ def test_select_noise_from_bits_against_mpmath():
     # The uniform the word stands for: U = 2^-(n0+1) (1 + mant / 2^52), exactly.
     small = n0 <= 60
     u_exact = np.ldexp(1.0 + mant.astype(np.float64) / 2**52, -(n0.astype(np.int64) + 1))
-    np.testing.assert_array_equal(_sampling.uniform_from_bits(words[small], n0[small]),
+    np.testing.assert_array_equal(_native.uniform_from_bits(words[small], n0[small]),
                                   u_exact[small])
-    lap = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_LAPLACE)
-    expo = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_EXPONENTIAL)
-    gum = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_GUMBEL)
+    lap = _native.select_noise_from_bits(words, n0, _native.NOISE_LAPLACE)
+    expo = _native.select_noise_from_bits(words, n0, _native.NOISE_EXPONENTIAL)
+    gum = _native.select_noise_from_bits(words, n0, _native.NOISE_GUMBEL)
     worst_l = worst_g = 0.0
     for i in range(words.size):
         u = mpmath.ldexp(1 + mpmath.mpf(int(mant[i])) / 2**52, -(int(n0[i]) + 1))
@@ -853,8 +852,8 @@ def test_select_noise_covers_the_extremes():
     # beyond 36.7 (= -ln 2^-53) when the uniform is tiny and bit 52 picks the low half.
     words = np.array([2**52 - 1, 0, 1 << 52], dtype=np.uint64)
     n0 = np.array([0, 1098, 1098], dtype=np.uint64)
-    expo = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_EXPONENTIAL)
-    gum = _sampling.select_noise_from_bits(words, n0, _sampling.NOISE_GUMBEL)
+    expo = _native.select_noise_from_bits(words, n0, _native.NOISE_EXPONENTIAL)
+    gum = _native.select_noise_from_bits(words, n0, _native.NOISE_GUMBEL)
     assert math.isclose(expo[0], -math.log1p(-2.0**-53), rel_tol=1e-15)
     assert math.isclose(expo[1], 1099 * math.log(2), rel_tol=1e-15)
     for i in range(3):

@@ -5,7 +5,7 @@ and integer noise is exact discrete Laplace, so outputs do not leak inputs throu
 bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
 from . import postprocess
-from ._chacha import ChaCha20
+from ._native import ChaCha20
 from .accuracy import max_error_bound
 from .accountant import Accountant, BudgetExceededError, default_accountant
 from .gaussians import (

@@ -363,7 +363,7 @@ def machine_info():
     dict
     """
     import dpfast as dp
-    from . import _chacha, _sampling
+    from . import _native
     from .random import default_threads
 
     cpu = platform.processor() or platform.machine() or "unknown CPU"
@@ -383,8 +383,8 @@ def machine_info():
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem_gib,
             "python": platform.python_version(), "numpy": np.__version__,
             "numpy_simd": _numpy_simd(), "dpfast": dp.__version__,
-            "keystream_impl": _chacha.simd_impl(), "sampling_impl": _sampling.simd_impl(),
-            "openmp": bool(_sampling.have_openmp()), "default_threads": default_threads()}
+            "simd": _native.simd_impl(), "threads_available": _native.have_threads(),
+            "default_threads": default_threads()}
 
 
 def _numpy_simd():
@@ -409,9 +409,9 @@ def machine_line(m):
     """One-line description of the dict from :func:`machine_info`."""
     mem = f"{m['memory_gib']:.0f} GiB" if m["memory_gib"] else "? GiB"
     return (f"{m['cpu']}, {m['cores']} cores, {mem}; Python {m['python']}, numpy "
-            f"{m['numpy']} (SIMD: {m['numpy_simd']}), dpfast {m['dpfast']} (keystream "
-            f"{m['keystream_impl']}, samplers {m['sampling_impl']}, OpenMP "
-            f"{'on' if m['openmp'] else 'off'}, default threads {m['default_threads']})")
+            f"{m['numpy']} (SIMD: {m['numpy_simd']}), dpfast {m['dpfast']} (keystream and "
+            f"samplers {m['simd']}, threads {'on' if m['threads_available'] else 'off'}, "
+            f"default threads {m['default_threads']})")
 
 
 def fit_overhead(sizes, seconds):

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from . import _chacha, _sampling
+from . import _native
 from .accountant import Accountant
 from .accuracy import max_error_bound
 from .datasets import load_adult
@@ -87,7 +87,7 @@ def _demo(args, out):
     ages = train["age"]
     marital = np.concatenate([train["marital-status"], test["marital-status"]])
     acct = Accountant(epsilon=_budget_for([eps] * DEMO_RELEASES))
-    rng = None if args.seed is None else _chacha.ChaCha20(args.seed)
+    rng = None if args.seed is None else _native.ChaCha20(args.seed)
 
     # Every release is made before anything is printed, so that an error from the library
     # gives one message rather than a half-printed demo.
@@ -421,9 +421,8 @@ def _write_csv(f, header, rows):
 # -- dpfast info ------------------------------------------------------------------------
 def _info(args, out):
     print(f"dpfast {__version__}", file=out)
-    print(f"keystream implementation: {_chacha.simd_impl()}", file=out)
-    print(f"sampling implementation:  {_sampling.simd_impl()}", file=out)
-    print(f"OpenMP: {'yes' if _sampling.have_openmp() else 'no (kernels run on one thread)'}",
+    print(f"instruction set (keystream and samplers): {_native.simd_impl()}", file=out)
+    print(f"threads: {'yes' if _native.have_threads() else 'no (kernels run on one thread)'}",
           file=out)
     print(f"default threads: {default_threads()} (OMP_NUM_THREADS or usable CPUs)", file=out)
     return 0

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from . import _sampling
+from . import _native
 from . import noise as _noise
 from . import random as _random
 from . import validation as _v
@@ -138,12 +138,11 @@ def gaussian_sigma(sensitivity, epsilon, delta, *, calibration="analytic"):
 
 
 def _draw(out, sigma, grid, bitgen, nthreads, base=None):
-    key = _random.draw_key(bitgen)
     if grid:
         g = _grid(sigma)
-        _sampling.fill_grid_gaussian(key, out, sigma / g, g, base, nthreads)
+        _native.fill_gaussian(bitgen, out, sigma / g, g, base, nthreads)
     else:
-        _sampling.fill_discrete_gaussian(key, out, sigma, base, nthreads)
+        _native.fill_discrete_gaussian(bitgen, out, sigma, base, nthreads)
     return out
 
 

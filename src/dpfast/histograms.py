@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _counting
+from . import _native
 from . import noise as _noise
 from . import postprocess as _post
 from . import random as _random
@@ -80,7 +80,7 @@ def _axis(dtype, bins, rng_pair, func, bins_name="bins", range_name="range"):
     nbins = edges.size - 1
     if np.array_equal(edges, np.linspace(edges[0], edges[-1], nbins + 1)):
         return edges, _uniform_kind(dtype, edges, edges[0], edges[-1], nbins)
-    return edges, _counting.AXIS_SEARCH
+    return edges, _native.AXIS_SEARCH
 
 
 def _uniform_kind(dtype, edges, lo, hi, nbins):
@@ -90,12 +90,12 @@ def _uniform_kind(dtype, edges, lo, hi, nbins):
     with np.errstate(over="ignore", divide="ignore"):
         norm = nbins / (hi - lo)
     if not (math.isfinite(hi - lo) and math.isfinite(norm) and norm > 0):
-        return _counting.AXIS_SEARCH         # arithmetic guesses would overflow
+        return _native.AXIS_SEARCH         # arithmetic guesses would overflow
     if (np.issubdtype(dtype, np.integer) and lo == math.floor(lo) and width == math.floor(width)
             and max(abs(lo), abs(hi)) < 2**53
             and np.array_equal(edges, lo + width * np.arange(nbins + 1))):
-        return _counting.AXIS_INTEGER
-    return _counting.AXIS_UNIFORM
+        return _native.AXIS_INTEGER
+    return _native.AXIS_UNIFORM
 
 
 def _range_pair(value, func, name):
@@ -198,7 +198,7 @@ def histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None,
                                                   postprocess, total)
     records = _v.check_records(data, "data", func)
     edges, kind = _axis(records.dtype, bins, range, func)
-    counts = _counting.count_1d(records, edges, kind, nthreads)
+    counts = _native.count_1d(records, edges, kind, nthreads)
     return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total), edges
 
 
@@ -264,7 +264,7 @@ def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
         raise ValueError(f"The table of {func} would have {math.prod(shape):,} cells, more "
                          f"than {MAX_CELLS:,}; use dpfast.noisy_counts with out= for tables "
                          "counted elsewhere.")
-    counts = _counting.count_nd(data, [e for e, _ in axes], [k for _, k in axes], nthreads)
+    counts = _native.count_nd(data, [e for e, _ in axes], [k for _, k in axes], nthreads)
     counts = counts.reshape(shape)
     released = _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
     return released, [e for e, _ in axes]
@@ -348,7 +348,7 @@ def count_categories(values, categories, *, epsilon, other=False, accountant=Non
                          "in an extra cell, or add them to the public category list.")
     if unknown.size:
         codes[unknown] = ncat
-    counts = _counting.count_codes(codes, ncat + bool(other), nthreads)
+    counts = _native.count_codes(codes, ncat + bool(other), nthreads)
     return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
 
 
@@ -425,7 +425,7 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     n = flat_out.size
     bar = _progress_bar(n, progress)          # a missing tqdm fails before the charge
     acct.spend(eps, 0.0, label=func)
-    key = _random.draw_key(bitgen)
+    key = _native.Key(bitgen)
     kind = "discrete" if is_int else "grid"
     work = np.int64 if is_int else np.float64
     # The kernels read int64/int32/float64 counts and write the same type straight into

@@ -61,7 +61,7 @@ import math
 
 import numpy as np
 
-from . import _sampling
+from . import _native
 from . import random as _random
 from . import validation as _v
 
@@ -105,21 +105,19 @@ def _empty(kind, shape):
     return np.empty(math.prod(shape), dtype=np.int64 if kind == "discrete" else np.float64)
 
 
-CHUNK = _sampling.CHUNK
+CHUNK = _native.CHUNK
 
 
 def _fill(kind, scale, key, out, nthreads, base=None, chunk0=0):
     """One kernel call: samples of `kind` into the flat array `out` (plus `base`, which may
     be `out` itself), streams numbered from chunk `chunk0` under `key`."""
     if kind == "uniform":
-        _sampling.fill_uniform(key, out, nthreads, chunk0)
-    elif kind == "discrete" and out.dtype == np.int32:
-        _sampling.fill_discrete_laplace_i32(key, out, scale, base, nthreads, chunk0)
+        _native.fill_uniform(key, out, nthreads, chunk0)
     elif kind == "discrete":
-        _sampling.fill_discrete_laplace(key, out, scale, base, nthreads, chunk0)
+        _native.fill_discrete_laplace(key, out, scale, base, nthreads, chunk0)
     else:
         g, t = _grid(scale)
-        _sampling.fill_grid_laplace(key, out, t, g, base, nthreads, chunk0)
+        _native.fill_laplace(key, out, t, g, base, nthreads, chunk0)
 
 
 def _draw(kind, scale, shape, bitgen, nthreads, base=None, out=None):
@@ -128,7 +126,7 @@ def _draw(kind, scale, shape, bitgen, nthreads, base=None, out=None):
     allocation consumes no randomness."""
     if out is None:
         out = _empty(kind, shape)
-    _fill(kind, scale, _random.draw_key(bitgen), out, nthreads, base=base)
+    _fill(kind, scale, bitgen, out, nthreads, base=base)
     return out.reshape(shape)
 
 

@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from ._chacha import ChaCha20
+from ._native import ChaCha20
 from . import validation as _v
 
 __all__ = ["ChaCha20", "default_rng", "resolve_rng", "resolve_threads"]
@@ -82,11 +82,6 @@ def resolve_rng(rng, func):
     raise TypeError(f"The 'rng' parameter of {func} must be None, a seed (int), a "
                     "dpfast.ChaCha20 or a numpy Generator over one. "
                     f"Got {rng!r} instead.")
-
-
-def draw_key(bitgen):
-    """A fresh 256-bit sub-key (8 uint32) taken from ``bitgen``'s stream, for one call."""
-    return np.ascontiguousarray(bitgen._draw_key(), dtype=np.uint32)
 
 
 def default_threads():

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _sampling
+from . import _native
 from . import noise as _noise
 from . import random as _random
 from . import validation as _v
@@ -55,8 +55,8 @@ from .accountant import resolve_accountant
 __all__ = ["report_noisy_max", "exponential_mechanism", "permute_and_flip", "top_k",
            "exponential_mechanism_utility_gap"]
 
-_NOISE = {"laplace": _sampling.NOISE_LAPLACE, "exponential": _sampling.NOISE_EXPONENTIAL,
-          "gumbel": _sampling.NOISE_GUMBEL}
+_NOISE = {"laplace": _native.NOISE_LAPLACE, "exponential": _native.NOISE_EXPONENTIAL,
+          "gumbel": _native.NOISE_GUMBEL}
 
 
 def _utilities(values, name, func):
@@ -98,9 +98,8 @@ def _common(func, epsilon, sensitivity, monotonic, accountant, rng, threads):
     return eps, scale, acct, bitgen, nthreads
 
 
-def _argmax(u, umax, noise, scale, bitgen, nthreads, scores_out=None):
-    key = _random.draw_key(bitgen)
-    return _sampling.noisy_argmax(key, u, noise, umax, 1.0 / scale, nthreads, scores_out)
+def _argmax(u, umax, noise, scale, bitgen, nthreads):
+    return _native.noisy_argmax(bitgen, u, noise, umax, 1.0 / scale, nthreads)
 
 
 def report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monotonic=False,
@@ -174,7 +173,7 @@ def permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, acco
                                                  accountant, rng, threads)
     u, umax = _utilities(utilities, "utilities", func)
     acct.spend(eps, 0.0, label=func)
-    return _argmax(u, umax, _sampling.NOISE_EXPONENTIAL, scale, bitgen, nthreads)
+    return _argmax(u, umax, _native.NOISE_EXPONENTIAL, scale, bitgen, nthreads)
 
 
 def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
@@ -229,16 +228,7 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
                          f"utility ({u.size}). Got {len(cand)} instead.")
     acct.spend(eps, 0.0, label=func)
     a = 1.0 / scale
-    sums = _sampling.sum_exp_chunks(u, umax, a, nthreads)
-    cum = np.cumsum(sums)                       # chunk order: fixed by the data size
-    # Two stages, one fresh uniform each: a chunk with probability proportional to its sum,
-    # then a candidate within it, against the chunk's own running sum.
-    v_chunk, v_within = _noise.uniform(2, rng=bitgen)
-    chunk = min(int(np.searchsorted(cum, v_chunk * cum[-1], side="right")), sums.size - 1)
-    while sums[chunk] == 0.0:                   # only if rounding landed on an empty chunk
-        chunk -= 1
-    lo = chunk * _sampling.CHUNK
-    index = _sampling.find_exp(u, lo, min(lo + _sampling.CHUNK, u.size), umax, a, v_within)
+    index = _native.exponential_mechanism(bitgen, u, umax, a, nthreads)
     return cand[index] if cand is not None else index
 
 
@@ -272,10 +262,8 @@ def top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None
         raise ValueError(f"The 'k' parameter of {func} must be in [1, {available}] (the "
                          f"candidates not excluded). Got {k!r} instead.")
     acct.spend(eps, 0.0, label=func)
-    noisy = np.empty_like(u)
-    _argmax(u, umax, _sampling.NOISE_GUMBEL, scale * int(k), bitgen, nthreads, noisy)
-    best = np.argpartition(noisy, u.size - int(k))[u.size - int(k):]
-    return best[np.lexsort((best, -noisy[best]))]
+    return _native.noisy_top_k(bitgen, u, _native.NOISE_GUMBEL, umax, 1.0 / (scale * int(k)),
+                               int(k), nthreads)
 
 
 def exponential_mechanism_utility_gap(n_candidates, *, epsilon, sensitivity=1, beta=0.05,

@@ -1,11 +1,12 @@
 /*
  * ChaCha20 keystream (RFC 8439 block function, 64-bit counter / 64-bit nonce
  * layout, see chacha20.h).  Three kernels: portable scalar, AVX2 (8 blocks per
- * pass) and AVX-512 (16 blocks per pass), chosen once at run time.
+ * pass) and AVX-512 (16 blocks per pass), chosen by the one instruction-set switch
+ * of simd.h.
  */
 #include "chacha20.h"
+#include "simd.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -374,109 +375,17 @@ blocks_avx2(const uint32_t key[8], uint64_t counter, uint64_t nonce,
 
 #endif /* DPF_CHACHA_X86 */
 
-/* ------------------------------------------------------------------------ */
-/* Dispatch                                                                  */
-/* ------------------------------------------------------------------------ */
-
-enum { IMPL_SCALAR = 0, IMPL_AVX2 = 1, IMPL_AVX512 = 2, IMPL_COUNT = 3 };
-
-static const char *const impl_names[IMPL_COUNT] = {"scalar", "avx2",
-                                                   "avx512"};
-
-/* -1 = not chosen yet.  Racing first calls all compute the same default and
- * store it, so a relaxed int is enough. */
-static int g_impl = -1;
-
-#if defined(__GNUC__) || defined(__clang__)
-#define DPF_LOAD(p) __atomic_load_n(p, __ATOMIC_RELAXED)
-#define DPF_STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
-#else
-#define DPF_LOAD(p) (*(volatile int *)(p))
-#define DPF_STORE(p, v) (*(volatile int *)(p) = (v))
-#endif
-
-static int impl_supported(int impl)
-{
-    switch (impl) {
-    case IMPL_SCALAR:
-        return 1;
-#if DPF_CHACHA_X86
-    /* GCC's and clang's cpu-feature checks include the OS (XCR0) test for
-     * the ymm/zmm register state, not just the CPUID bits. */
-    case IMPL_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") != 0;
-    case IMPL_AVX512:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") != 0;
-#endif
-    default:
-        return 0;
-    }
-}
-
-static int impl_from_name(const char *name)
-{
-    int i;
-    if (name == NULL)
-        return -1;
-    for (i = 0; i < IMPL_COUNT; i++)
-        if (strcmp(name, impl_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-static int impl_default(void)
-{
-    int i = impl_from_name(getenv("DPFAST_SIMD"));
-    if (i >= 0 && impl_supported(i))
-        return i;
-    for (i = IMPL_COUNT - 1; i > 0; i--)
-        if (impl_supported(i))
-            return i;
-    return IMPL_SCALAR;
-}
-
-static int impl_current(void)
-{
-    int i = DPF_LOAD(&g_impl);
-    if (i < 0) {
-        i = impl_default();
-        DPF_STORE(&g_impl, i);
-    }
-    return i;
-}
-
-const char *dpf_chacha_impl(void)
-{
-    return impl_names[impl_current()];
-}
-
-int dpf_chacha_set_impl(const char *name)
-{
-    int i;
-    if (name != NULL && strcmp(name, "auto") == 0) {
-        DPF_STORE(&g_impl, impl_default());
-        return 1;
-    }
-    i = impl_from_name(name);
-    if (i < 0 || !impl_supported(i))
-        return 0;
-    DPF_STORE(&g_impl, i);
-    return 1;
-}
-
 void dpf_chacha_blocks(const uint32_t key[8], uint64_t counter, uint64_t nonce,
                        uint64_t *out, size_t nblocks)
 {
     if (nblocks == 0)
         return;
-    switch (impl_current()) {
+    switch (dpf_simd_level()) {
 #if DPF_CHACHA_X86
-    case IMPL_AVX512:
+    case DPF_SIMD_AVX512:
         blocks_avx512(key, counter, nonce, out, nblocks);
         return;
-    case IMPL_AVX2:
+    case DPF_SIMD_AVX2:
         blocks_avx2(key, counter, nonce, out, nblocks);
         return;
 #endif

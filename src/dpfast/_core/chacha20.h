@@ -1,6 +1,6 @@
 /*
- * ChaCha20 keystream generator (RFC 8439 block function) with runtime SIMD
- * dispatch.  Plain C99 so it can be pulled into Cython via `cdef extern`.
+ * ChaCha20 keystream generator (RFC 8439 block function); the instruction set is the one
+ * switch of simd.h.  Plain C99 so it can be pulled into Cython via `cdef extern`.
  *
  * State words: 0-3 "expand 32-byte k", 4-11 key, 12-13 a 64-bit block
  * counter (12 = low half), 14-15 a 64-bit nonce (14 = low half).  An RFC 8439
@@ -67,14 +67,6 @@ static inline uint64_t dpf_chacha_next64(dpf_chacha_t *st)
         dpf_chacha_refill(st);
     return st->buf[st->pos++];
 }
-
-/* "avx512", "avx2" or "scalar". */
-const char *dpf_chacha_impl(void);
-
-/* Force "avx512", "avx2", "scalar", or "auto" (the default choice, which
- * honours DPFAST_SIMD).  Returns 1 if set, 0 if unsupported/unknown (the
- * current choice is then left unchanged). */
-int dpf_chacha_set_impl(const char *name);
 
 #ifdef __cplusplus
 }

@@ -90,39 +90,48 @@ static inline void dpf_add(int64_t *counts, int64_t i, int atomic)
         }                                                                                   \
     }
 
-void dpf_count_f64(const double *x, size_t n, const dpf_axis *axis, int64_t *counts,
-                   int atomic)
-{
-    const dpf_axis a = *axis;
-    DPF_COUNT_BODY(dpf_bin(&a, x[j]))
-}
-
-/* Integer records: exact integer binning on integer axes, else compared as doubles (as
- * numpy does). One definition per record type. */
+/* Integer records: exact integer binning on integer axes, else compared as doubles (as numpy
+ * does); floating records compared as doubles. One definition per record type. */
 #define DPF_DEFINE_COUNT_INT(NAME, T)                                                       \
-    void NAME(const T *x, size_t n, const dpf_axis *axis, int64_t *counts, int atomic)      \
+    static void NAME(const T *x, size_t n, const dpf_axis *axis, int64_t *counts,          \
+                     int atomic)                                                            \
     {                                                                                       \
         const dpf_axis a = *axis;                                                           \
         if (a.kind == DPF_AXIS_INTEGER && a.width == 1) {                                   \
-            DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, x[j]))                                \
+            DPF_COUNT_BODY(dpf_bin_unit(a.ilo, a.ihi, (int64_t)x[j]))                       \
         } else if (a.kind == DPF_AXIS_INTEGER) {                                            \
-            DPF_COUNT_BODY(dpf_bin_int(&a, x[j]))                                           \
+            DPF_COUNT_BODY(dpf_bin_int(&a, (int64_t)x[j]))                                  \
         } else {                                                                            \
             DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))                                       \
         }                                                                                   \
     }
 
-DPF_DEFINE_COUNT_INT(dpf_count_i64, int64_t)
-DPF_DEFINE_COUNT_INT(dpf_count_i32, int32_t)
+#define DPF_DEFINE_COUNT_FLOAT(NAME, T)                                                     \
+    static void NAME(const T *x, size_t n, const dpf_axis *axis, int64_t *counts,          \
+                     int atomic)                                                            \
+    {                                                                                       \
+        const dpf_axis a = *axis;                                                           \
+        DPF_COUNT_BODY(dpf_bin(&a, (double)x[j]))                                           \
+    }
 
-void dpf_count_codes(const int64_t *codes, size_t n, int64_t ncells, int64_t *counts,
-                     int atomic)
+DPF_DEFINE_COUNT_FLOAT(count_f64, double)
+DPF_DEFINE_COUNT_FLOAT(count_f32, float)
+DPF_DEFINE_COUNT_INT(count_i64, int64_t)
+DPF_DEFINE_COUNT_INT(count_i32, int32_t)
+DPF_DEFINE_COUNT_INT(count_i16, int16_t)
+DPF_DEFINE_COUNT_INT(count_i8, int8_t)
+DPF_DEFINE_COUNT_INT(count_u32, uint32_t)
+DPF_DEFINE_COUNT_INT(count_u16, uint16_t)
+DPF_DEFINE_COUNT_INT(count_u8, uint8_t)
+
+static void count_codes(const int64_t *codes, size_t n, int64_t ncells, int64_t *counts,
+                        int atomic)
 {
     DPF_COUNT_BODY((codes[j] >= 0 && codes[j] < ncells) ? codes[j] : -1)
 }
 
-void dpf_count_nd(const double *sample, size_t n, size_t d, const dpf_axis *axes,
-                  const int64_t *strides, int64_t *counts, int atomic)
+static void count_nd(const double *sample, size_t n, size_t d, const dpf_axis *axes,
+                     const int64_t *strides, int64_t *counts, int atomic)
 {
     dpf_axis a[8];
     const dpf_axis *ax = axes;
@@ -143,5 +152,33 @@ void dpf_count_nd(const double *sample, size_t n, size_t d, const dpf_axis *axes
         }
         if (k == d)
             dpf_add(counts, cell, atomic);
+    }
+}
+
+void dpf_count_block(void *task_, int64_t block, int slot)
+{
+    const dpf_count_task *t = task_;
+    int64_t lo = t->n * block / t->nblocks, hi = t->n * (block + 1) / t->nblocks;
+    size_t n = (size_t)(hi - lo);
+    int64_t *counts = t->tables ? t->tables + slot * t->row : t->counts;
+    int atomic = t->tables ? 0 : t->atomic;
+    const dpf_axis *ax = t->axes;
+    switch (t->rtype) {
+    case DPF_REC_F64: count_f64((const double *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_F32: count_f32((const float *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_I64: count_i64((const int64_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_I32: count_i32((const int32_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_I16: count_i16((const int16_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_I8: count_i8((const int8_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_U32: count_u32((const uint32_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_U16: count_u16((const uint16_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_U8: count_u8((const uint8_t *)t->data + lo, n, ax, counts, atomic); break;
+    case DPF_REC_ND:
+        count_nd((const double *)t->data + lo * t->d, n, (size_t)t->d, ax, t->strides, counts,
+                 atomic);
+        break;
+    default:
+        count_codes((const int64_t *)t->data + lo, n, t->ncells, counts, atomic);
+        break;
     }
 }

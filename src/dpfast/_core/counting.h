@@ -32,20 +32,38 @@ enum {
 /* Fill the derived fields of an axis; kind as requested (the caller checks it applies). */
 void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind);
 
-/* Add the bin counts of x[0:n] to counts[0:nbins].  atomic != 0 makes every increment an
- * atomic add, for threads that share one counts array. */
-void dpf_count_f64(const double *x, size_t n, const dpf_axis *ax, int64_t *counts, int atomic);
-void dpf_count_i64(const int64_t *x, size_t n, const dpf_axis *ax, int64_t *counts, int atomic);
-void dpf_count_i32(const int32_t *x, size_t n, const dpf_axis *ax, int64_t *counts, int atomic);
+/* Record types: one axis of numbers (any of these), points of d float64 coordinates, or
+ * integer codes of cells. */
+enum dpf_rec {
+    DPF_REC_F64, DPF_REC_F32, DPF_REC_I64, DPF_REC_I32, DPF_REC_I16, DPF_REC_I8,
+    DPF_REC_U32, DPF_REC_U16, DPF_REC_U8, DPF_REC_ND, DPF_REC_CODES
+};
 
-/* Contingency table: sample is n records of d float64 coordinates (row-major); the cell of a
- * record is sum over k of bin_k * strides[k] (records outside any axis are not counted). */
-void dpf_count_nd(const double *sample, size_t n, size_t d, const dpf_axis *axes,
-                  const int64_t *strides, int64_t *counts, int atomic);
+/* Counting records into cells, as a driver task (driver.h): block b of nblocks covers records
+ * [n*b/nblocks, n*(b+1)/nblocks).  A block is counted into the partial table of the thread's
+ * slot (tables + slot*row) when tables is set, else into counts, with atomic adds if atomic.
+ * Integer sums do not depend on the order, so the total is the same for any split.
+ *
+ * Numbers are binned on axes[0] (numpy.histogram's rules; integer records exactly on integer
+ * axes, otherwise compared as doubles, as numpy does).  Points: the cell of a record is
+ * sum over k of bin_k * strides[k], records outside any axis are not counted.  Codes: records
+ * with a code in [0, ncells) are counted, others ignored. */
+typedef struct {
+    const void *data;
+    int rtype;              /* enum dpf_rec */
+    int64_t n;              /* records */
+    int64_t d;              /* coordinates per point (DPF_REC_ND) */
+    const dpf_axis *axes;
+    const int64_t *strides;
+    int64_t ncells;
+    int64_t nblocks;
+    int64_t *tables;        /* per-slot partial tables, or NULL */
+    int64_t row;            /* cells per partial table (ncells rounded up to a cache line) */
+    int64_t *counts;
+    int atomic;
+} dpf_count_task;
 
-/* Records with codes[i] in [0, ncells) counted; others ignored (codes from a category map). */
-void dpf_count_codes(const int64_t *codes, size_t n, int64_t ncells, int64_t *counts,
-                     int atomic);
+void dpf_count_block(void *task, int64_t block, int slot);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
 #include "sampling.h"
+#include "simd.h"
 
 #include <float.h>
 #include <math.h>
@@ -308,12 +309,34 @@ void dpf_dlap_params_init(dpf_dlap_params *p, double t)
     p->a_lo = (hi - a_hi) + err;
 }
 
+/* ---- the extra stream ---- */
+
+/* A chunk's extra stream (nonce 2c + 1), keyed on its first use: only a word whose 11 binade
+ * bits are all zero (probability 2^-11) reads it. */
+typedef struct {
+    dpf_chacha_t st;
+    const uint32_t *key;
+    uint64_t nonce;
+    int ready;
+} dpf_extra_t;
+
+static void dpf_extra_init(dpf_extra_t *e, const uint32_t *key, uint64_t nonce)
+{
+    e->key = key;
+    e->nonce = nonce;
+    e->ready = 0;
+}
+
 /* Leading zero bits of the extra stream, at most 64 * DPF_MAX_EXTRA_WORDS. */
-static uint64_t dpf_extra_zeros(dpf_chacha_t *extra)
+static uint64_t dpf_extra_zeros(dpf_extra_t *e)
 {
     uint64_t z = 0;
+    if (!e->ready) {
+        dpf_chacha_init(&e->st, e->key, 0, e->nonce);
+        e->ready = 1;
+    }
     for (int k = 0; k < DPF_MAX_EXTRA_WORDS; k++) {
-        uint64_t v = dpf_chacha_next64(extra);
+        uint64_t v = dpf_chacha_next64(&e->st);
         if (v)
             return z + (uint64_t)__builtin_clzll(v);
         z += 64;
@@ -343,7 +366,6 @@ static uint64_t dpf_extra_zeros(dpf_chacha_t *extra)
 #endif
 
 typedef struct {
-    const char *name;
     int (*any_slow)(const uint64_t *, size_t);
     void (*dlap_int)(uint64_t *, size_t, const dpf_dlap_params *, const int64_t *);
     void (*dlap_grid)(uint64_t *, size_t, const dpf_dlap_params *, double, double,
@@ -352,125 +374,104 @@ typedef struct {
     void (*dlap_i32)(uint64_t *, size_t, const dpf_dlap_params *, const int32_t *);
     void (*narrow)(const uint64_t *, size_t, int32_t *);
     void (*noisy)(uint64_t *, size_t, int, const double *, double, double);
-    double (*sum_exp)(const double *, size_t, double, double);
+    void (*sum_exp)(const double *, size_t, double, double, double *);
     void (*exp_weights)(const double *, size_t, double, double, double *);
-    void (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_job *, double *, uint64_t *);
+    void (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_task *, double *, uint64_t *);
 } dpf_kernels;
 
-static const dpf_kernels dpf_k_scalar = {"scalar", dpf_any_slow_scalar, dpf_dlap_int_scalar,
-                                         dpf_dlap_grid_scalar, dpf_uniform_scalar,
-                                         dpf_dlap_i32_scalar, dpf_narrow_scalar,
-                                         dpf_noisy_scalar, dpf_sum_exp_scalar,
-                                         dpf_exp_weights_scalar,
-                                         dpf_dgauss_batch_scalar};
+#define DPF_KERNELS(SFX)                                                                    \
+    {dpf_any_slow_##SFX, dpf_dlap_int_##SFX, dpf_dlap_grid_##SFX, dpf_uniform_##SFX,        \
+     dpf_dlap_i32_##SFX, dpf_narrow_##SFX, dpf_noisy_##SFX, dpf_sum_exp_##SFX,              \
+     dpf_exp_weights_##SFX, dpf_dgauss_batch_##SFX}
+
+static const dpf_kernels dpf_k_scalar = DPF_KERNELS(scalar);
 #ifdef DPF_HAVE_X86
-static const dpf_kernels dpf_k_avx2 = {"avx2", dpf_any_slow_avx2, dpf_dlap_int_avx2,
-                                       dpf_dlap_grid_avx2, dpf_uniform_avx2,
-                                       dpf_dlap_i32_avx2, dpf_narrow_avx2,
-                                       dpf_noisy_avx2, dpf_sum_exp_avx2,
-                                       dpf_exp_weights_avx2,
-                                       dpf_dgauss_batch_avx2};
-static const dpf_kernels dpf_k_avx512 = {"avx512", dpf_any_slow_avx512, dpf_dlap_int_avx512,
-                                         dpf_dlap_grid_avx512, dpf_uniform_avx512,
-                                         dpf_dlap_i32_avx512, dpf_narrow_avx512,
-                                         dpf_noisy_avx512, dpf_sum_exp_avx512,
-                                         dpf_exp_weights_avx512,
-                                         dpf_dgauss_batch_avx512};
+static const dpf_kernels dpf_k_avx2 = DPF_KERNELS(avx2);
+static const dpf_kernels dpf_k_avx512 = DPF_KERNELS(avx512);
 #endif
 
-static const dpf_kernels *dpf_active = NULL;
-
-static const dpf_kernels *dpf_pick(const char *name)
-{
-#ifdef DPF_HAVE_X86
-    __builtin_cpu_init();
-    int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
-                 && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-    int has2 = __builtin_cpu_supports("avx2");
-    if (name == NULL || strcmp(name, "auto") == 0 || name[0] == '\0')
-        return has512 ? &dpf_k_avx512 : has2 ? &dpf_k_avx2 : &dpf_k_scalar;
-    if (strcmp(name, "avx512") == 0)
-        return has512 ? &dpf_k_avx512 : NULL;
-    if (strcmp(name, "avx2") == 0)
-        return has2 ? &dpf_k_avx2 : NULL;
-#else
-    if (name == NULL || strcmp(name, "auto") == 0 || name[0] == '\0')
-        return &dpf_k_scalar;
-#endif
-    if (strcmp(name, "scalar") == 0)
-        return &dpf_k_scalar;
-    return NULL;
-}
-
+/* The loops of the instruction set that simd.h has chosen (the keystream follows it too). */
 static const dpf_kernels *dpf_kernels_get(void)
 {
-    const dpf_kernels *k = __atomic_load_n(&dpf_active, __ATOMIC_RELAXED);
-    if (k == NULL) {
-        /* Racing first calls all compute the same answer. */
-        k = dpf_pick(getenv("DPFAST_SIMD"));
-        if (k == NULL)
-            k = dpf_pick("auto");
-        __atomic_store_n(&dpf_active, k, __ATOMIC_RELAXED);
+#ifdef DPF_HAVE_X86
+    switch (dpf_simd_level()) {
+    case DPF_SIMD_AVX512:
+        return &dpf_k_avx512;
+    case DPF_SIMD_AVX2:
+        return &dpf_k_avx2;
+    default:
+        break;
     }
-    return k;
-}
-
-int dpf_have_openmp(void)
-{
-#ifdef _OPENMP
-    return 1;
-#else
-    return 0;
 #endif
+    return &dpf_k_scalar;
 }
 
-const char *dpf_sampling_impl(void)
+/* Elements [start, start + n) of a call of total length `total`, chunk by chunk. */
+static inline int64_t dpf_chunk_len(int64_t total, int64_t start)
 {
-    return dpf_kernels_get()->name;
+    return total - start < DPF_CHUNK ? total - start : DPF_CHUNK;
 }
 
-int dpf_sampling_set_impl(const char *name)
+/* Batches are one SIMD keystream pass of 16 blocks; a shorter batch (the end of a chunk, or a
+ * small call) generates only the blocks it reads. */
+enum { BATCH = DPF_CHACHA_BUF_WORDS };
+
+static void dpf_batch_words(const uint32_t *key, uint64_t c, size_t off, uint64_t *buf,
+                            size_t len)
 {
-    const dpf_kernels *k = dpf_pick(name);
-    if (k == NULL)
-        return 0;
-    __atomic_store_n(&dpf_active, k, __ATOMIC_RELAXED);
-    return 1;
+    dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * c, buf, (len + 7) / 8);
 }
 
-/* ---- chunk driver ---- */
+/* The slow-path words of a batch (binade bits all zero) and their positions, saved before the
+ * vector transform overwrites them; returns how many. */
+static size_t dpf_save_slow(const dpf_kernels *kern, const uint64_t *buf, size_t len,
+                            uint64_t *words, uint32_t *idx)
+{
+    size_t cnt = 0;
+    if (kern->any_slow(buf, len))
+        for (size_t i = 0; i < len; i++)
+            if (buf[i] < DPF_FAST_LIMIT) {
+                words[cnt] = buf[i];
+                idx[cnt++] = (uint32_t)i;
+            }
+    return cnt;
+}
 
-/* Recompute, on the slow path, the samples whose words were saved before the transform. */
-static void dpf_fix_slow(const dpf_job *job, dpf_chacha_t *extra, uint64_t *buf,
-                         const uint64_t *words, const uint32_t *idx, size_t cnt)
+/* ---- fills ---- */
+
+/* Recompute, on the slow path, the samples whose words were saved before the transform; base
+ * is the batch's base (or NULL). */
+static void dpf_fix_slow(const dpf_fill_task *task, const void *base, dpf_extra_t *extra,
+                         uint64_t *buf, const uint64_t *words, const uint32_t *idx,
+                         size_t cnt)
 {
     for (size_t j = 0; j < cnt; j++) {
         uint64_t w = words[j];
         uint64_t n0 = 11 + dpf_extra_zeros(extra);
         size_t i = idx[j];
-        switch (job->mode) {
+        switch (task->mode) {
         case DPF_MODE_UNIFORM:
             buf[i] = dpf_d2u(dpf_uniform_from_bits(w, n0));
             break;
         case DPF_MODE_DLAP_INT: {
-            int64_t k = dpf_d2i(dpf_dlap_core(w, (double)(n0 + 1), &job->lap));
-            if (job->base)
-                k += ((const int64_t *)job->base)[i];
+            int64_t k = dpf_d2i(dpf_dlap_core(w, (double)(n0 + 1), &task->lap));
+            if (base)
+                k += ((const int64_t *)base)[i];
             buf[i] = (uint64_t)k;
             break;
         }
         case DPF_MODE_DLAP_I32: {
-            int64_t k = dpf_d2i(dpf_dlap_core(w, (double)(n0 + 1), &job->lap));
-            if (job->base)
-                k += ((const int32_t *)job->base)[i];
+            int64_t k = dpf_d2i(dpf_dlap_core(w, (double)(n0 + 1), &task->lap));
+            if (base)
+                k += ((const int32_t *)base)[i];
             buf[i] = (uint64_t)k;
             break;
         }
         default: {
-            double k = dpf_dlap_core(w, (double)(n0 + 1), &job->lap);
-            double v = job->base
-                ? (__builtin_rint(((const double *)job->base)[i] * job->ginv) + k) * job->g
-                : k * job->g;
+            double k = dpf_dlap_core(w, (double)(n0 + 1), &task->lap);
+            double v = base
+                ? (__builtin_rint(((const double *)base)[i] * task->ginv) + k) * task->g
+                : k * task->g;
             buf[i] = dpf_d2u(v);
             break;
         }
@@ -478,62 +479,52 @@ static void dpf_fix_slow(const dpf_job *job, dpf_chacha_t *extra, uint64_t *buf,
     }
 }
 
-void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, void *out,
-                    size_t n_total)
+void dpf_fill_chunk(void *task_, int64_t chunk, int slot)
 {
-    enum { BATCH = DPF_CHACHA_BUF_WORDS };   /* 16 blocks: one SIMD keystream batch */
+    const dpf_fill_task *task = task_;
     const dpf_kernels *kern = dpf_kernels_get();
-    dpf_chacha_t extra;
-    uint64_t tail[BATCH];
-    uint64_t slow_words[BATCH];
+    uint64_t tail[BATCH], slow_words[BATCH];
     uint32_t slow_idx[BATCH];
-    size_t start = (size_t)chunk * DPF_CHUNK;
-    if (start >= n_total)
+    int64_t start = chunk * DPF_CHUNK;
+    (void)slot;
+    if (start >= task->n)
         return;
-    size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
-    int narrow = job->mode == DPF_MODE_DLAP_I32;      /* 4-byte elements */
+    size_t n = (size_t)dpf_chunk_len(task->n, start);
+    int narrow = task->mode == DPF_MODE_DLAP_I32;      /* 4-byte elements */
     size_t esize = narrow ? 4 : 8;
-    char *dst = (char *)out + start * esize;
-    uint64_t c = job->chunk0 + chunk;
+    char *dst = (char *)task->out + (size_t)start * esize;
+    uint64_t c = task->chunk0 + (uint64_t)chunk;
     /* With a base, the keystream goes through the local buffer: out may be base itself, or
      * another mapping of the same file, and must not be written before base is read. */
-    int alias = job->base != NULL;
+    int alias = task->base != NULL;
+    dpf_extra_t extra;
+    dpf_extra_init(&extra, task->key, 2 * c + 1);
 
-    dpf_chacha_init(&extra, key, 0, 2 * c + 1);
     for (size_t off = 0; off < n; off += BATCH) {
         size_t len = n - off < BATCH ? n - off : BATCH;
         /* Keystream goes straight into an 8-byte output and is transformed there while it
-         * is in L1; narrow or aliased outputs go through the local buffer. */
+         * is in L1; narrow or aliased outputs, and short batches, go through the local
+         * buffer. */
         uint64_t *buf = len == BATCH && !alias && !narrow ? (uint64_t *)dst + off : tail;
-        dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * c, buf, BATCH / 8);
-        size_t cnt = 0;
-        if (kern->any_slow(buf, len)) {
-            for (size_t i = 0; i < len; i++) {
-                if (buf[i] < DPF_FAST_LIMIT) {
-                    slow_words[cnt] = buf[i];
-                    slow_idx[cnt++] = (uint32_t)i;
-                }
-            }
-        }
-        dpf_job sub = *job;
-        if (sub.base)
-            sub.base = (const char *)sub.base + (start + off) * esize;
-        switch (job->mode) {
+        dpf_batch_words(task->key, c, off, buf, len);
+        size_t cnt = dpf_save_slow(kern, buf, len, slow_words, slow_idx);
+        const void *base = task->base ? (const char *)task->base + (start + off) * esize : NULL;
+        switch (task->mode) {
         case DPF_MODE_UNIFORM:
             kern->uniform(buf, len);
             break;
         case DPF_MODE_DLAP_INT:
-            kern->dlap_int(buf, len, &sub.lap, (const int64_t *)sub.base);
+            kern->dlap_int(buf, len, &task->lap, (const int64_t *)base);
             break;
         case DPF_MODE_DLAP_I32:
-            kern->dlap_i32(buf, len, &sub.lap, (const int32_t *)sub.base);
+            kern->dlap_i32(buf, len, &task->lap, (const int32_t *)base);
             break;
         default:
-            kern->dlap_grid(buf, len, &sub.lap, sub.g, sub.ginv, (const double *)sub.base);
+            kern->dlap_grid(buf, len, &task->lap, task->g, task->ginv, (const double *)base);
             break;
         }
         if (cnt)
-            dpf_fix_slow(&sub, &extra, buf, slow_words, slow_idx, cnt);
+            dpf_fix_slow(task, base, &extra, buf, slow_words, slow_idx, cnt);
         if (narrow)
             kern->narrow(buf, len, (int32_t *)dst + off);
         else if (buf == tail)
@@ -541,65 +532,149 @@ void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job, v
     }
 }
 
+/* ---- utilities of any element type ---- */
+
+/* u[lo, lo + len) as doubles: the array itself when it holds doubles, else converted into
+ * tmp (as numpy's astype(float64) would: int64 to nearest, float32 exactly). */
+static const double *dpf_as_double(const void *u, int utype, int64_t lo, size_t len,
+                                   double *tmp)
+{
+    if (utype == DPF_F32) {
+        const float *f = (const float *)u + lo;
+        for (size_t i = 0; i < len; i++)
+            tmp[i] = (double)f[i];
+        return tmp;
+    }
+    if (utype == DPF_I64) {
+        const int64_t *q = (const int64_t *)u + lo;
+        for (size_t i = 0; i < len; i++)
+            tmp[i] = (double)q[i];
+        return tmp;
+    }
+    return (const double *)u + lo;
+}
+
 /* ---- selection ---- */
 
-void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_job *job,
-                      const double *u, size_t n_total, double *scores_out, int64_t *best_idx,
-                      double *best_val)
+/* a beats b: a larger score, or the same score at a lower index. */
+static inline int dpf_beats(double av, int64_t ai, double bv, int64_t bi)
 {
-    enum { BATCH = DPF_CHACHA_BUF_WORDS };
+    return av > bv || (av == bv && ai < bi);
+}
+
+/* Offer (v, i) to a min-heap (the worst entry at the root) that keeps the k best. */
+static void dpf_heap_offer(double *hv, int64_t *hi, int64_t *len, int64_t k, double v,
+                           int64_t i)
+{
+    int64_t j;
+    if (*len < k) {
+        j = (*len)++;
+        while (j > 0) {                          /* sift up past better parents */
+            int64_t p = (j - 1) / 2;
+            if (!dpf_beats(hv[p], hi[p], v, i))
+                break;
+            hv[j] = hv[p];
+            hi[j] = hi[p];
+            j = p;
+        }
+    } else {
+        if (!dpf_beats(v, i, hv[0], hi[0]))
+            return;
+        j = 0;                                   /* replace the root, sift down */
+        for (;;) {
+            int64_t l = 2 * j + 1, r = l + 1, w = j;
+            double wv = v;
+            int64_t wi = i;
+            if (l < k && dpf_beats(wv, wi, hv[l], hi[l])) {
+                w = l;
+                wv = hv[l];
+                wi = hi[l];
+            }
+            if (r < k && dpf_beats(wv, wi, hv[r], hi[r]))
+                w = r;
+            if (w == j)
+                break;
+            hv[j] = hv[w];
+            hi[j] = hi[w];
+            j = w;
+        }
+    }
+    hv[j] = v;
+    hi[j] = i;
+}
+
+void dpf_select_chunk(void *task_, int64_t chunk, int slot)
+{
+    dpf_select_task *task = task_;
     const dpf_kernels *kern = dpf_kernels_get();
-    dpf_chacha_t extra;
-    uint64_t buf[BATCH];
-    size_t start = (size_t)chunk * DPF_CHUNK;
+    uint64_t buf[BATCH], slow_words[BATCH];
+    uint32_t slow_idx[BATCH];
+    double conv[BATCH];
+    int64_t start = chunk * DPF_CHUNK;
     int64_t bi = -1;
     double bv = -INFINITY;
-    if (start < n_total) {
-        size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
-        uint64_t c = job->chunk0 + chunk;
-        dpf_chacha_init(&extra, key, 0, 2 * c + 1);
+    if (start < task->n) {
+        size_t n = (size_t)dpf_chunk_len(task->n, start);
+        uint64_t c = (uint64_t)chunk;
+        dpf_extra_t extra;
+        dpf_extra_init(&extra, task->key, 2 * c + 1);
         for (size_t off = 0; off < n; off += BATCH) {
             size_t len = n - off < BATCH ? n - off : BATCH;
-            const double *ub = u + start + off;
-            dpf_chacha_blocks(key, (uint64_t)(off / 8), 2 * c, buf, BATCH / 8);
-            uint64_t slow_words[BATCH];
-            uint32_t slow_idx[BATCH];
-            size_t cnt = 0;
-            if (kern->any_slow(buf, len))
-                for (size_t i = 0; i < len; i++)
-                    if (buf[i] < DPF_FAST_LIMIT) {
-                        slow_words[cnt] = buf[i];
-                        slow_idx[cnt++] = (uint32_t)i;
-                    }
-            kern->noisy(buf, len, job->noise, ub, job->umax, job->inv_scale);
+            int64_t lo = start + (int64_t)off;
+            const double *ub = dpf_as_double(task->u, task->utype, lo, len, conv);
+            dpf_batch_words(task->key, c, off, buf, len);
+            size_t cnt = dpf_save_slow(kern, buf, len, slow_words, slow_idx);
+            kern->noisy(buf, len, task->noise, ub, task->umax, task->inv_scale);
             for (size_t j = 0; j < cnt; j++) {
                 size_t i = slow_idx[j];
                 uint64_t n0 = 11 + dpf_extra_zeros(&extra);
-                double nz = dpf_select_noise_any(slow_words[j], n0, job->noise);
-                buf[i] = dpf_d2u(dpf_shifted(ub[i], job->umax, job->inv_scale) + nz);
+                double nz = dpf_select_noise_any(slow_words[j], n0, task->noise);
+                buf[i] = dpf_d2u(dpf_shifted(ub[i], task->umax, task->inv_scale) + nz);
             }
             for (size_t i = 0; i < len; i++) {
                 double v = dpf_u2d(buf[i]);
                 if (v > bv) {               /* strict: the lowest index wins a tie */
                     bv = v;
-                    bi = (int64_t)(start + off + i);
+                    bi = lo + (int64_t)i;
                 }
             }
-            if (scores_out)
-                memcpy(scores_out + start + off, buf, len * 8);
+            if (task->k > 0) {
+                double *hv = task->heap_val + slot * task->k;
+                int64_t *hi = task->heap_idx + slot * task->k;
+                for (size_t i = 0; i < len; i++)
+                    dpf_heap_offer(hv, hi, &task->heap_len[slot], task->k, dpf_u2d(buf[i]),
+                                   lo + (int64_t)i);
+            }
         }
     }
-    *best_idx = bi;
-    *best_val = bv;
+    task->best_idx[chunk] = bi;
+    task->best_val[chunk] = bv;
 }
 
-double dpf_sum_exp(const double *u, size_t n, double umax, double a)
-{
-    return dpf_kernels_get()->sum_exp(u, n, umax, a);
-}
+/* ---- exponential mechanism ---- */
 
 #define DPF_FIND_BLOCK 2048
 #define DPF_FIND_BLOCKS (DPF_CHUNK / DPF_FIND_BLOCK)
+
+void dpf_sum_exp_chunk(void *task_, int64_t chunk, int slot)
+{
+    /* Eight interleaved partial sums over the chunk, block by block, combined pairwise at the
+     * end: a fixed order, so every target gives the same bits. */
+    dpf_sum_exp_task *task = task_;
+    const dpf_kernels *kern = dpf_kernels_get();
+    double conv[DPF_FIND_BLOCK];
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t start = chunk * DPF_CHUNK;
+    (void)slot;
+    size_t n = (size_t)dpf_chunk_len(task->n, start);
+    for (size_t off = 0; off < n; off += DPF_FIND_BLOCK) {
+        size_t len = n - off < DPF_FIND_BLOCK ? n - off : DPF_FIND_BLOCK;
+        const double *ub = dpf_as_double(task->u, task->utype, start + (int64_t)off, len, conv);
+        kern->sum_exp(ub, len, task->umax, task->a, acc);
+    }
+    task->sums[chunk] = ((acc[0] + acc[1]) + (acc[2] + acc[3]))
+                        + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 
 static inline size_t dpf_find_block_len(size_t n, size_t lo)
 {
@@ -616,7 +691,17 @@ static double dpf_running_sum(double *w, size_t n, double acc)
     return acc;
 }
 
-int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
+/* The weights exp((u - umax) * a) of block [lo, lo + len) of the range starting at `first`. */
+static void dpf_block_weights(const void *u, int utype, int64_t first, size_t lo, size_t len,
+                              double umax, double a, double *w)
+{
+    double conv[DPF_FIND_BLOCK];
+    const double *ub = dpf_as_double(u, utype, first + (int64_t)lo, len, conv);
+    dpf_kernels_get()->exp_weights(ub, len, umax, a, w);
+}
+
+int64_t dpf_find_exp(const void *u, int utype, int64_t first, int64_t n_, double umax,
+                     double a, double v)
 {
     /* The running sum of the weights in index order, block by block; the total is its last
      * value, summed in the order of the search, so that the target v * total always lies
@@ -624,16 +709,15 @@ int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
      * the target marks the choice (it rose there, so that candidate's weight is positive).
      * Only the block ends are kept; the block holding the target is recomputed. */
     double w[DPF_FIND_BLOCK], ends[DPF_FIND_BLOCKS];
-    void (*weights)(const double *, size_t, double, double, double *) =
-        dpf_kernels_get()->exp_weights;
-    if (n > DPF_CHUNK)
+    if (n_ > DPF_CHUNK || n_ < 0)
         return -2;
+    size_t n = (size_t)n_;
     size_t nb = (n + DPF_FIND_BLOCK - 1) / DPF_FIND_BLOCK;
     double acc = 0.0;
     int64_t last = -1;                      /* the last candidate of positive weight */
     for (size_t b = 0; b < nb; b++) {
         size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
-        weights(u + lo, len, umax, a, w);
+        dpf_block_weights(u, utype, first, lo, len, umax, a, w);
         for (size_t i = len; i-- > 0;)
             if (w[i] > 0.0) {
                 last = (int64_t)(lo + i);
@@ -648,7 +732,7 @@ int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v)
         if (!(ends[b] > target))
             continue;
         size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
-        weights(u + lo, len, umax, a, w);
+        dpf_block_weights(u, utype, first, lo, len, umax, a, w);
         dpf_running_sum(w, len, b ? ends[b - 1] : 0.0);
         size_t i = 0;
         while (!(w[i] > target))            /* ends at len - 1 at the latest */
@@ -670,33 +754,35 @@ double dpf_exp_nonpos_shim(double x)
 
 /* ---- discrete Gaussian ---- */
 
-void dpf_dgauss_params(dpf_dgauss_job *job, double sigma)
+void dpf_dgauss_params(dpf_dgauss_task *task, double sigma)
 {
     double t = floor(sigma) + 1.0;
-    dpf_dlap_params_init(&job->lap, t);
-    job->s2t = sigma * (sigma / t);
-    job->inv_s = 1.0 / sigma;
+    dpf_dlap_params_init(&task->lap, t);
+    task->s2t = sigma * (sigma / t);
+    task->inv_s = 1.0 / sigma;
 }
 
-void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_job *job,
-                      void *out, size_t n_total)
+void dpf_dgauss_chunk(void *task_, int64_t chunk, int slot)
 {
-    enum { BATCH = DPF_CHACHA_BUF_WORDS, PAIRS = DPF_CHACHA_BUF_WORDS / 2 };
+    enum { PAIRS = BATCH / 2 };
+    const dpf_dgauss_task *task = task_;
     const dpf_kernels *kern = dpf_kernels_get();
-    size_t start = (size_t)chunk * DPF_CHUNK;
-    if (start >= n_total)
+    int64_t start = chunk * DPF_CHUNK;
+    (void)slot;
+    if (start >= task->n)
         return;
-    size_t n = n_total - start < DPF_CHUNK ? n_total - start : DPF_CHUNK;
-    uint64_t c = job->chunk0 + chunk;
-    dpf_chacha_t mainst, extra;
-    dpf_chacha_init(&mainst, key, 0, 2 * c);
-    dpf_chacha_init(&extra, key, 0, 2 * c + 1);
+    size_t n = (size_t)dpf_chunk_len(task->n, start);
+    uint64_t c = task->chunk0 + (uint64_t)chunk;
+    dpf_chacha_t mainst;
+    dpf_extra_t extra;
+    dpf_chacha_init(&mainst, task->key, 0, 2 * c);
+    dpf_extra_init(&extra, task->key, 2 * c + 1);
     uint64_t buf[BATCH], acc[PAIRS];
     double y[PAIRS];
     size_t done = 0;
     while (done < n) {
         dpf_chacha_fill(&mainst, buf, BATCH);
-        kern->dgauss(buf, PAIRS, job, y, acc);
+        kern->dgauss(buf, PAIRS, task, y, acc);
         if (kern->any_slow(buf, BATCH)) {
             /* Pairs with a slow-path word, redone in order (the extra stream is read in
              * index order, so the result does not depend on the vector width). */
@@ -708,8 +794,8 @@ void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_jo
                                                   : (uint64_t)(dpf_fast_n(w) - 1.0);
                 uint64_t n0u = wu < DPF_FAST_LIMIT ? 11 + dpf_extra_zeros(&extra)
                                                    : (uint64_t)(dpf_fast_n(wu) - 1.0);
-                double k = dpf_dlap_core(w, (double)(n0w + 1), &job->lap);
-                double d = (fabs(k) - job->s2t) * job->inv_s;
+                double k = dpf_dlap_core(w, (double)(n0w + 1), &task->lap);
+                double d = (fabs(k) - task->s2t) * task->inv_s;
                 double v = dpf_uniform_from_bits(wu, n0u);
                 y[j] = k;
                 acc[j] = (uint64_t)(v < dpf_exp_accept(0.0 - 0.5 * (d * d)));
@@ -725,15 +811,15 @@ void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_jo
         }
         if (m > n - done)
             m = n - done;
-        size_t i0 = start + done;
-        if (job->grid) {
-            double *o = (double *)out + i0;
-            const double *b = job->base ? (const double *)job->base + i0 : NULL;
+        size_t i0 = (size_t)start + done;
+        if (task->grid) {
+            double *o = (double *)task->out + i0;
+            const double *b = task->base ? (const double *)task->base + i0 : NULL;
             for (size_t j = 0; j < m; j++)
-                o[j] = ((b ? __builtin_rint(b[j] * job->ginv) : 0.0) + kept[j]) * job->g;
+                o[j] = ((b ? __builtin_rint(b[j] * task->ginv) : 0.0) + kept[j]) * task->g;
         } else {
-            int64_t *o = (int64_t *)out + i0;
-            const int64_t *b = job->base ? (const int64_t *)job->base + i0 : NULL;
+            int64_t *o = (int64_t *)task->out + i0;
+            const int64_t *b = task->base ? (const int64_t *)task->base + i0 : NULL;
             for (size_t j = 0; j < m; j++)
                 o[j] = (b ? b[j] : 0) + dpf_d2i(kept[j]);
         }

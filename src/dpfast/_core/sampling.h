@@ -20,11 +20,17 @@
  * n*ln2 - ln(m) with n = n0 + 1 and ln(m) on [sqrt(1/2), sqrt(2)) only, so its absolute error
  * is a few units of 2^-53 whatever the magnitude of L; t*n*ln2 is split into an exact product
  * n*a_hi and a small remainder, so the floor is taken of a sum whose rounding error is
- * proportional to t, not to t*L.  docs: see dpfast.noise for the privacy bound this gives.
+ * proportional to t, not to t*L.  See dpfast.samplers for the privacy bound this gives.
  *
  * The per-sample path uses only IEEE-754 basic operations, floor and rint (no libm calls, no
  * FMA: the build uses -ffp-contract=off), so scalar, AVX2 and AVX-512 builds give
  * bit-identical samples.
+ *
+ * Every kernel below is one chunk of a task, run by the driver (driver.h): chunk c of a call
+ * covers elements [c*DPF_CHUNK, (c+1)*DPF_CHUNK) and reads the ChaCha20 streams of nonces
+ * 2(chunk0 + c) (one word per sample) and 2(chunk0 + c) + 1 (extra words) under the call's key,
+ * counters from 0.  chunk0 numbers the streams of a block of a larger release, so that a
+ * release made block by block equals one made in one call.
  */
 #ifndef DPF_SAMPLING_H
 #define DPF_SAMPLING_H
@@ -39,8 +45,7 @@ extern "C" {
 
 /* Largest number of extra words one sample may read after its own word. */
 #define DPF_MAX_EXTRA_WORDS 17
-/* Samples per chunk: each chunk has its own pair of streams, so output does not depend on
- * the number of threads that process the chunks. */
+/* Samples per chunk. */
 #define DPF_CHUNK 65536
 
 typedef struct {
@@ -50,6 +55,9 @@ typedef struct {
     double a_lo;    /* t*ln2 - a_hi */
 } dpf_dlap_params;
 
+void dpf_dlap_params_init(dpf_dlap_params *p, double t);
+
+/* ---- fills: uniforms, discrete Laplace, grid Laplace ---------------------------------- */
 enum dpf_mode {
     DPF_MODE_UNIFORM = 0,     /* double in (0,1) */
     DPF_MODE_DLAP_INT = 1,    /* int64 K (+ int64 base) */
@@ -58,82 +66,99 @@ enum dpf_mode {
 };
 
 typedef struct {
+    uint32_t key[8];
     int mode;
     dpf_dlap_params lap;
     double g;               /* grid step (power of two), DLAP_GRID only */
     double ginv;            /* 1/g */
-    const void *base;       /* int64_t* or double* per mode, or NULL; indexed like out;
-                               it may be out itself (in-place release) */
-    uint64_t chunk0;        /* streams are numbered from this chunk (block-wise calls) */
-} dpf_job;
+    const void *base;       /* int64_t*, int32_t* or double* per mode, or NULL; indexed like
+                               out; it may be out itself (in-place release) */
+    void *out;
+    int64_t n;              /* elements of out */
+    uint64_t chunk0;
+} dpf_fill_task;
 
-void dpf_dlap_params_init(dpf_dlap_params *p, double t);
+void dpf_fill_chunk(void *task, int64_t chunk, int slot);
 
 /* ---- discrete Gaussian (Canonne, Kamath & Steinke 2020, rejection from discrete Laplace) */
 typedef struct {
+    uint32_t key[8];
     dpf_dlap_params lap;    /* proposal: discrete Laplace with t = floor(sigma) + 1 */
     double s2t;             /* sigma^2 / t */
     double inv_s;           /* 1 / sigma (not 1/(2 sigma^2): sigma^2 may underflow) */
     int grid;               /* 0: int64 out (+ int64 base); 1: double (rint(base/g) + K) * g */
     double g, ginv;
     const void *base;       /* may be out itself */
+    void *out;
+    int64_t n;
     uint64_t chunk0;
-} dpf_dgauss_job;
+} dpf_dgauss_task;
 
-void dpf_dgauss_params(dpf_dgauss_job *job, double sigma);
-/* Chunk `chunk` of out[0:n_total]: candidates and acceptance uniforms come in word pairs from
- * the chunk's stream (nonce 2c), extra binade words from nonce 2c+1.  The number of words a
- * chunk uses is random but independent of the values it outputs (rejection sampling). */
-void dpf_dgauss_chunk(const uint32_t key[8], uint64_t chunk, const dpf_dgauss_job *job,
-                      void *out, size_t n_total);
+/* Sets lap, s2t and inv_s for sigma. */
+void dpf_dgauss_params(dpf_dgauss_task *task, double sigma);
+/* Candidates and acceptance uniforms come in word pairs from the chunk's stream, extra binade
+ * words from the extra stream.  The number of words a chunk uses is random but independent of
+ * the values it outputs (rejection sampling). */
+void dpf_dgauss_chunk(void *task, int64_t chunk, int slot);
 
-/* ---- selection (report noisy max, exponential mechanism) ---- */
+/* ---- selection (report noisy max, permute-and-flip, top-k, exponential mechanism) ------ */
 enum dpf_noise { DPF_NOISE_LAPLACE = 0, DPF_NOISE_EXPONENTIAL = 1, DPF_NOISE_GUMBEL = 2 };
+/* Element types of the utilities (converted to double one batch at a time, as numpy's astype
+ * would: int64 rounds to nearest, float32 is exact). */
+enum dpf_dtype { DPF_F64 = 0, DPF_F32 = 1, DPF_I64 = 2 };
 
 typedef struct {
+    uint32_t key[8];
     int noise;              /* enum dpf_noise: unit-scale noise added to each score */
     double umax;            /* scores are (u - umax) * inv_scale + noise: shifting by the */
     double inv_scale;       /* largest utility first keeps huge utilities from swamping it */
-    uint64_t chunk0;
-} dpf_select_job;
+    const void *u;
+    int utype;              /* enum dpf_dtype */
+    int64_t n;
+    /* Per chunk: the index and value of its largest noisy score, the lowest index on ties,
+     * (-1, -inf) if all are -inf. */
+    int64_t *best_idx;
+    double *best_val;
+    /* Top-k (k > 0): per slot, a heap of the k best (score, index) pairs seen by that thread,
+     * at heap_val/heap_idx + slot*k, with heap_len[slot] entries.  NULL when k == 0. */
+    int64_t k;
+    double *heap_val;
+    int64_t *heap_idx;
+    int64_t *heap_len;
+} dpf_select_task;
 
-/* Over chunk `chunk` of u[0:n_total] (streams as for dpf_fill_chunk): the index and value of
- * the largest noisy score, the lowest index on ties, (-1, -inf) if all are -inf; the noisy
- * scores also go to scores_out (indexed like u) unless it is NULL. */
-void dpf_select_chunk(const uint32_t key[8], uint64_t chunk, const dpf_select_job *job,
-                      const double *u, size_t n_total, double *scores_out, int64_t *best_idx,
-                      double *best_val);
+void dpf_select_chunk(void *task, int64_t chunk, int slot);
 
-/* Sum over u[0:n] of exp((u_i - umax) * a), in a fixed order (the same on every target);
- * -inf utilities contribute 0. */
-double dpf_sum_exp(const double *u, size_t n, double umax, double a);
-/* Inverse CDF within one chunk: with T the sum of exp((u_j - umax) * a) over u[0:n] in
- * index order, the smallest i whose running sum exceeds v * T (v uniform in [0, 1)); the last
- * positive weight if v * T rounds up to T;
- * -1 if all weights are 0; -2 if n exceeds DPF_CHUNK. */
-int64_t dpf_find_exp(const double *u, size_t n, double umax, double a, double v);
-/* Test shims: the unit noise of word w with n0 leading zeros, and exp / ln as computed. */
+typedef struct {
+    const void *u;
+    int utype;
+    int64_t n;
+    double umax, a;
+    double *sums;           /* per chunk */
+} dpf_sum_exp_task;
+
+/* sums[chunk] = sum of exp((u_i - umax) * a) over the chunk, in a fixed order (the same on
+ * every target); -inf utilities contribute 0. */
+void dpf_sum_exp_chunk(void *task, int64_t chunk, int slot);
+
+/* Inverse CDF within u[lo, lo + n), n <= DPF_CHUNK: with T the sum of exp((u_j - umax) * a)
+ * over that range in index order, the smallest i whose running sum exceeds v * T (v uniform in
+ * [0, 1)); the last positive weight if v * T rounds up to T; -1 if all weights are 0; -2 if
+ * n exceeds DPF_CHUNK. */
+int64_t dpf_find_exp(const void *u, int utype, int64_t lo, int64_t n, double umax, double a,
+                     double v);
+
+/* ---- test shims ------------------------------------------------------------------------ */
+/* The unit selection noise of word w with n0 leading zeros, and exp as computed. */
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind);
 double dpf_exp_nonpos_shim(double x);
-
-/* Fill chunk `chunk` (elements [chunk*DPF_CHUNK, ...) of out[0:n_total]: int64, double or
- * int32 elements by job->mode) of a call keyed by key: with c = job->chunk0 + chunk, main
- * stream nonce 2c, extra stream nonce 2c+1, counters from 0.  job->base, if set, is indexed
- * like out. */
-void dpf_fill_chunk(const uint32_t key[8], uint64_t chunk, const dpf_job *job,
-                    void *out, size_t n_total);
-
-/* Test shims: the sample a word gives when its binade has n0 leading zeros (n0 >= 0 as
- * given, bypassing the binade bits). */
+/* The sample a word gives when its binade has n0 leading zeros (n0 >= 0 as given, bypassing
+ * the binade bits). */
 double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p);
 double dpf_uniform_from_bits(uint64_t w, uint64_t n0);
 /* The unfloored magnitude t*(c + L) as fb + rest (fb integral), for error measurements. */
 void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
                           double *rest);
-
-const char *dpf_sampling_impl(void);
-int dpf_have_openmp(void);   /* 1 if built with OpenMP (threads > 1 run in parallel) */
-int dpf_sampling_set_impl(const char *name);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,999 @@
+"""dpfast's compiled layer: the ChaCha20 generator and every kernel, in one extension module.
+
+Design note: one extension module, not several sharing a ``.pxd``. The keystream, its
+instruction-set switch and the thread pool are process-wide state; compiled into one shared
+object there is exactly one copy of each by construction, and forcing the instruction set
+(``set_simd_impl``) changes what every sampler runs. Several modules would each link their
+own copy unless the cipher were exported through a C-level table (numpy's ``bitgen_t``
+capsules), a versioned interface between shared objects that buys nothing here: dpfast's
+kernels are all built together and never loaded separately.
+
+Layout of this file: C declarations; the instruction set and threads; the ``ChaCha20``
+BitGenerator and per-call keys; sampling kernels; selection kernels; counting kernels; test
+shims. Each kernel wrapper fills a task struct and hands it to the one driver, ``dpf_run``
+(``_core/driver.h``), which runs the task's chunks on the calling thread or on a pool.
+
+Keys: a kernel call takes ``source``, a ``ChaCha20`` or a :class:`Key`. From a generator it
+draws a fresh 256-bit key (four words of its stream) for this call alone, and chunk ``c`` of
+the output reads the ChaCha20 streams of nonces ``2(chunk0 + c)`` and ``2(chunk0 + c) + 1``
+under that key: the output is the same whatever the number of threads. A ``Key`` drawn once
+lets a release made block by block (``chunk0`` numbering the blocks' chunks) equal one made in
+a single call.
+"""
+import os
+import weakref
+
+import numpy as np
+
+cimport numpy as cnp
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+from numpy.random cimport BitGenerator
+
+cnp.import_array()
+
+# -- C declarations ----------------------------------------------------------------------------
+
+cdef extern from "simd.h":
+    int dpf_simd_level() nogil
+    const char *dpf_simd_name()
+    int dpf_simd_set(const char *name)
+
+cdef extern from "driver.h":
+    ctypedef void (*dpf_chunk_fn)(void *task, int64_t chunk, int slot) noexcept nogil
+    void dpf_run(dpf_chunk_fn fn, void *task, int64_t nchunks, int threads) nogil
+    int dpf_have_threads()
+
+cdef extern from "chacha20.h":
+    enum: DPF_CHACHA_BUF_WORDS
+    ctypedef struct dpf_chacha_t:
+        uint64_t buf[DPF_CHACHA_BUF_WORDS]
+        uint32_t key[8]
+        uint64_t counter
+        uint64_t nonce
+        int pos
+        int has_uint32
+        uint32_t uinteger
+    void dpf_chacha_init(dpf_chacha_t *st, const uint32_t *key, uint64_t counter,
+                         uint64_t nonce) nogil
+    void dpf_chacha_refill(dpf_chacha_t *st) nogil
+    void dpf_chacha_fill(dpf_chacha_t *st, uint64_t *out, size_t n) nogil
+    uint64_t dpf_chacha_next64(dpf_chacha_t *st) nogil
+
+cdef extern from "sampling.h":
+    enum: DPF_CHUNK
+    enum: DPF_MAX_EXTRA_WORDS
+    enum dpf_mode:
+        DPF_MODE_UNIFORM
+        DPF_MODE_DLAP_INT
+        DPF_MODE_DLAP_GRID
+        DPF_MODE_DLAP_I32
+    enum:
+        DPF_NOISE_LAPLACE
+        DPF_NOISE_EXPONENTIAL
+        DPF_NOISE_GUMBEL
+    enum:
+        DPF_F64
+        DPF_F32
+        DPF_I64
+    ctypedef struct dpf_dlap_params:
+        double t
+        double c
+        double a_hi
+        double a_lo
+    ctypedef struct dpf_fill_task:
+        uint32_t key[8]
+        int mode
+        dpf_dlap_params lap
+        double g
+        double ginv
+        const void *base
+        void *out
+        int64_t n
+        uint64_t chunk0
+    ctypedef struct dpf_dgauss_task:
+        uint32_t key[8]
+        dpf_dlap_params lap
+        double s2t
+        double inv_s
+        int grid
+        double g
+        double ginv
+        const void *base
+        void *out
+        int64_t n
+        uint64_t chunk0
+    ctypedef struct dpf_select_task:
+        uint32_t key[8]
+        int noise
+        double umax
+        double inv_scale
+        const void *u
+        int utype
+        int64_t n
+        int64_t *best_idx
+        double *best_val
+        int64_t k
+        double *heap_val
+        int64_t *heap_idx
+        int64_t *heap_len
+    ctypedef struct dpf_sum_exp_task:
+        const void *u
+        int utype
+        int64_t n
+        double umax
+        double a
+        double *sums
+    void dpf_dlap_params_init(dpf_dlap_params *p, double t) nogil
+    void dpf_fill_chunk(void *task, int64_t chunk, int slot) noexcept nogil
+    void dpf_dgauss_params(dpf_dgauss_task *task, double sigma) nogil
+    void dpf_dgauss_chunk(void *task, int64_t chunk, int slot) noexcept nogil
+    void dpf_select_chunk(void *task, int64_t chunk, int slot) noexcept nogil
+    void dpf_sum_exp_chunk(void *task, int64_t chunk, int slot) noexcept nogil
+    int64_t dpf_find_exp(const void *u, int utype, int64_t lo, int64_t n, double umax,
+                         double a, double v) nogil
+    double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind) nogil
+    double dpf_exp_nonpos_shim(double x) nogil
+    double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p) nogil
+    double dpf_uniform_from_bits(uint64_t w, uint64_t n0) nogil
+    void dpf_dlap_z_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p, double *fb,
+                              double *rest) nogil
+
+cdef extern from "counting.h":
+    ctypedef struct dpf_axis:
+        pass
+    enum:
+        DPF_AXIS_SEARCH
+        DPF_AXIS_UNIFORM
+        DPF_AXIS_INTEGER
+    enum dpf_rec:
+        DPF_REC_F64
+        DPF_REC_F32
+        DPF_REC_I64
+        DPF_REC_I32
+        DPF_REC_I16
+        DPF_REC_I8
+        DPF_REC_U32
+        DPF_REC_U16
+        DPF_REC_U8
+        DPF_REC_ND
+        DPF_REC_CODES
+    ctypedef struct dpf_count_task:
+        const void *data
+        int rtype
+        int64_t n
+        int64_t d
+        const dpf_axis *axes
+        const int64_t *strides
+        int64_t ncells
+        int64_t nblocks
+        int64_t *tables
+        int64_t row
+        int64_t *counts
+        int atomic
+    void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind) nogil
+    void dpf_count_block(void *task, int64_t block, int slot) noexcept nogil
+
+CHUNK = DPF_CHUNK
+MAX_EXTRA_WORDS = DPF_MAX_EXTRA_WORDS
+NOISE_LAPLACE = DPF_NOISE_LAPLACE
+NOISE_EXPONENTIAL = DPF_NOISE_EXPONENTIAL
+NOISE_GUMBEL = DPF_NOISE_GUMBEL
+AXIS_SEARCH = DPF_AXIS_SEARCH
+AXIS_UNIFORM = DPF_AXIS_UNIFORM
+AXIS_INTEGER = DPF_AXIS_INTEGER
+
+# Calls on more elements than this release the GIL (below it, releasing costs more than the
+# call); numpy's own threshold.
+DEF NOGIL_MIN = 500
+
+# -- instruction set and threads ----------------------------------------------------------
+
+
+def simd_impl():
+    """The instruction set the keystream and the samplers use: 'avx512', 'avx2' or 'scalar'."""
+    return dpf_simd_name().decode()
+
+
+def set_simd_impl(name):
+    """Use 'avx512', 'avx2', 'scalar' or 'auto' for the keystream and every sampler; True if
+    this CPU can run it (and it is now in use), False otherwise. Outputs are the same on every
+    instruction set; this is for tests and benchmarks."""
+    return bool(dpf_simd_set(name.encode()))
+
+
+def have_threads():
+    """True if calls with threads > 1 can run on several threads."""
+    return bool(dpf_have_threads())
+
+
+# -- the ChaCha20 generator -----------------------------------------------------------------
+
+DEF MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+cdef uint64_t _next_uint64(void *st) noexcept nogil:
+    return dpf_chacha_next64(<dpf_chacha_t *>st)
+
+
+cdef uint32_t _next_uint32(void *st) noexcept nogil:
+    cdef dpf_chacha_t *s = <dpf_chacha_t *>st
+    cdef uint64_t v
+    if s.has_uint32:
+        s.has_uint32 = 0
+        return s.uinteger
+    v = dpf_chacha_next64(s)
+    s.has_uint32 = 1
+    s.uinteger = <uint32_t>(v >> 32)
+    return <uint32_t>v
+
+
+cdef double _next_double(void *st) noexcept nogil:
+    return <double>(dpf_chacha_next64(<dpf_chacha_t *>st) >> 11) * (1.0 / 9007199254740992.0)
+
+
+def _as_bytes(value, name, size):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value)
+    elif isinstance(value, np.ndarray) and value.dtype == np.uint8:
+        b = value.tobytes()
+    else:
+        raise TypeError(f"The {name!r} parameter of ChaCha20 must be {size} bytes. "
+                        f"Got {type(value).__name__} instead.")
+    if len(b) != size:
+        raise ValueError(f"The {name!r} parameter of ChaCha20 must be {size} bytes. "
+                         f"Got {len(b)} bytes instead.")
+    return b
+
+
+# Generators keyed from os.urandom; a forked child re-keys them, so that parent and child
+# never emit the same keystream (seeded generators are reproducible on purpose and are left
+# alone).
+_os_keyed = weakref.WeakSet()
+
+
+def _rekey_after_fork():
+    for g in list(_os_keyed):
+        (<ChaCha20>g)._rekey_from_os()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rekey_after_fork)
+
+
+cdef class ChaCha20(BitGenerator):
+    """ChaCha20(seed=None, *, key=None, nonce=None, counter=0)
+
+    Cryptographically secure bit generator: the ChaCha20 stream cipher of RFC 8439.
+
+    Parameters
+    ----------
+    seed : None, int, array_like or numpy.random.SeedSequence, optional
+        ``None`` (the default) keys the cipher with 32 bytes from ``os.urandom``: use this for
+        real releases. Anything else goes through ``numpy.random.SeedSequence``, whose output
+        becomes the 256-bit key; use it for tests and reproducible research only.
+    key : bytes of length 32, optional
+        Set the cipher key directly (exclusive with ``seed``).
+    nonce : bytes of length 12, optional
+        The RFC 8439 96-bit nonce (default all zero).
+    counter : int, optional
+        The RFC 8439 initial 32-bit block counter (default 0).
+
+    Notes
+    -----
+    ``random_raw`` yields the keystream read as little-endian uint64 words, so with
+    ``key``, ``nonce`` and ``counter`` set it reproduces the RFC 8439 test vectors. The block
+    counter is 64 bits wide (state words 12 and 13): it agrees with RFC 8439 for the first
+    2^32 blocks and then carries into the first nonce word instead of wrapping, so a stream
+    never repeats (2^64 blocks of 64 bytes).
+
+    The first 4 bytes of an RFC ``nonce`` are the high half of that 64-bit counter, so two
+    generators whose nonces differ only there overlap after 2^32 blocks (256 GiB); separate
+    streams by the last 8 bytes, as ``spawn`` does.
+
+    ``spawn(n)`` returns generators under the same key, each with a 64-bit nonce (state words
+    14 and 15) drawn from this generator's keystream, and counter 0. A stream's nonce thus
+    depends on its whole spawn history and on nothing that copies of the parent (pickles,
+    forked processes) share with other streams; two of N spawned streams share a nonce with
+    probability below N^2 / 2^65 (3e-8 for a million streams).
+
+    An OS-keyed generator (``seed=None``, no ``key``) is re-keyed from ``os.urandom`` in a
+    child process after ``fork()``, discarding buffered keystream. A seeded one is not: its
+    point is to repeat.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfast as dp
+    >>> g = np.random.Generator(dp.ChaCha20(seed=1))
+    >>> 0.0 <= g.random() < 1.0
+    True
+    >>> k = bytes(range(32)); n = bytes.fromhex("000000090000004a00000000")
+    >>> hex(int(dp.ChaCha20(key=k, nonce=n, counter=1).random_raw()))
+    '0x15593bd1e4e7f110'
+    """
+    cdef dpf_chacha_t *rng_state
+    cdef void *_raw
+    cdef object __weakref__
+
+    def __cinit__(self, *args, **kwargs):
+        # The state type is declared 64-byte aligned, so the compiler may use aligned
+        # vector moves on it: honour that rather than trust the allocator.
+        self._raw = PyMem_Malloc(sizeof(dpf_chacha_t) + 64)
+        if self._raw == NULL:
+            raise MemoryError()
+        self.rng_state = <dpf_chacha_t *>((<size_t>self._raw + 63) & ~(<size_t>63))
+
+    def __dealloc__(self):
+        if self._raw != NULL:
+            PyMem_Free(self._raw)
+            self._raw = NULL
+            self.rng_state = NULL
+
+    def __init__(self, seed=None, *, key=None, nonce=None, counter=0):
+        if seed is not None and key is not None:
+            raise ValueError("ChaCha20 takes either 'seed' or 'key', not both.")
+        BitGenerator.__init__(self, seed)
+        if key is not None:
+            words = np.frombuffer(_as_bytes(key, "key", 32), dtype="<u4").astype(np.uint32)
+        elif seed is None:
+            words = np.frombuffer(os.urandom(32), dtype="<u4").astype(np.uint32)
+            _os_keyed.add(self)
+        else:
+            words = self._seed_seq.generate_state(8, np.uint32)
+        n = _as_bytes(nonce, "nonce", 12) if nonce is not None else bytes(12)
+        if isinstance(counter, bool) or not isinstance(counter, (int, np.integer)):
+            raise TypeError("The 'counter' parameter of ChaCha20 must be an int in "
+                            f"[0, 2**32). Got {counter!r} instead.")
+        if not 0 <= counter < 2**32:
+            raise ValueError("The 'counter' parameter of ChaCha20 must be an int in "
+                             f"[0, 2**32). Got {counter!r} instead.")
+        n0, n1, n2 = (int.from_bytes(n[i:i + 4], "little") for i in (0, 4, 8))
+        self._setup(words, int(counter) | (n0 << 32), n1 | (n2 << 32))
+
+    def _rekey_from_os(self):
+        words = np.frombuffer(os.urandom(32), dtype="<u4").astype(np.uint32)
+        self._setup(words, self.rng_state.counter, self.rng_state.nonce)
+
+    cdef _setup(self, key_words, uint64_t counter, uint64_t nonce):
+        cdef uint32_t k[8]
+        for i in range(8):
+            k[i] = int(key_words[i])
+        dpf_chacha_init(self.rng_state, k, counter, nonce)
+        self._bitgen.state = <void *>self.rng_state
+        self._bitgen.next_uint64 = &_next_uint64
+        self._bitgen.next_uint32 = &_next_uint32
+        self._bitgen.next_double = &_next_double
+        self._bitgen.next_raw = &_next_uint64
+
+    cdef int draw_key(self, uint32_t *key) except -1:
+        """A fresh 256-bit key for one kernel call: the next four words of this stream, each
+        as its low and high 32-bit halves."""
+        cdef uint64_t w[4]
+        cdef int i
+        with self.lock:
+            dpf_chacha_fill(self.rng_state, w, 4)
+        for i in range(4):
+            key[2 * i] = <uint32_t>w[i]
+            key[2 * i + 1] = <uint32_t>(w[i] >> 32)
+        return 0
+
+    @property
+    def key(self):
+        """The 32-byte cipher key."""
+        return np.array([self.rng_state.key[i] for i in range(8)], dtype="<u4").tobytes()
+
+    def spawn(self, int n_children):
+        """spawn(n_children)
+
+        Independent child generators: same key, nonces drawn from this stream, counter 0.
+        """
+        if n_children < 0:
+            raise ValueError(f"n_children must be >= 0. Got {n_children} instead.")
+        key_words = [self.rng_state.key[i] for i in range(8)]
+        nonces = self.random_raw(n_children)
+        children = []
+        for nonce in nonces:
+            child = ChaCha20.__new__(ChaCha20)
+            BitGenerator.__init__(child, 0)
+            (<ChaCha20>child)._setup(key_words, 0, int(nonce))
+            children.append(child)
+        return children
+
+    def random_raw(self, size=None, output=True):
+        """random_raw(size=None, output=True)
+
+        The next keystream words as uint64 (little-endian reading of the RFC 8439 bytes).
+        """
+        cdef cnp.ndarray arr
+        cdef size_t n
+        if size is None:
+            with self.lock:
+                value = dpf_chacha_next64(self.rng_state)
+            return value if output else None
+        arr = np.empty(size, dtype=np.uint64)
+        n = arr.size
+        with self.lock, nogil:
+            dpf_chacha_fill(self.rng_state, <uint64_t *>cnp.PyArray_DATA(arr), n)
+        return arr if output else None
+
+    @property
+    def state(self):
+        """Dict that fully describes the generator position (for pickling and restore)."""
+        s = self.rng_state
+        return {
+            "bit_generator": type(self).__name__,
+            "state": {
+                "key": np.array([s.key[i] for i in range(8)], dtype=np.uint32),
+                "counter": int(s.counter),
+                "nonce": int(s.nonce),
+            },
+            "buffer_pos": int(s.pos),
+            "has_uint32": int(s.has_uint32),
+            "uinteger": int(s.uinteger),
+        }
+
+    @state.setter
+    def state(self, value):
+        if not isinstance(value, dict) or value.get("bit_generator") != type(self).__name__:
+            raise ValueError(f"state must be a dict for {type(self).__name__}.")
+        try:
+            st = value["state"]
+            key = np.asarray(st["key"])
+            counter, nonce = int(st["counter"]), int(st["nonce"])
+            pos, has32 = int(value["buffer_pos"]), int(value["has_uint32"])
+            uinteger = int(value["uinteger"])
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"incomplete or malformed ChaCha20 state: {err!r}") from None
+        if key.shape != (8,) or key.dtype.kind not in "iu" or (key < 0).any() \
+                or (key > 0xFFFFFFFF).any():
+            raise ValueError("state['state']['key'] must be 8 uint32 words.")
+        if not (0 <= counter <= MASK64 and 0 <= nonce <= MASK64 and
+                0 <= pos <= DPF_CHACHA_BUF_WORDS and has32 in (0, 1) and
+                0 <= uinteger <= 0xFFFFFFFF):
+            raise ValueError("ChaCha20 state values out of range.")
+        # The buffer holds blocks [counter - 16, counter): regenerate it from there.
+        start = counter if pos == DPF_CHACHA_BUF_WORDS else (counter - 16) & MASK64
+        with self.lock:
+            self._setup(key, start, nonce)
+            if pos < DPF_CHACHA_BUF_WORDS:
+                dpf_chacha_refill(self.rng_state)
+            self.rng_state.pos = pos
+            self.rng_state.has_uint32 = has32
+            self.rng_state.uinteger = uinteger
+        _os_keyed.discard(self)
+
+
+cdef class Key:
+    """Key(generator)
+
+    The key of one release: 256 bits drawn from ``generator`` (a :class:`ChaCha20`). Kernels
+    given the same ``Key`` and consecutive ``chunk0`` values draw the noise of consecutive
+    blocks of one release. ``bytes(key)`` is its 32 bytes (the eight key words, little-endian):
+    whoever holds them can rebuild and remove the release's noise.
+    """
+    cdef uint32_t words[8]
+
+    def __cinit__(self, ChaCha20 generator=None):
+        if generator is not None:
+            generator.draw_key(self.words)
+
+    @staticmethod
+    def from_bytes(data):
+        """The Key whose ``bytes()`` are ``data`` (32 bytes)."""
+        cdef Key key = Key()
+        b = _as_bytes(data, "key", 32)
+        for i in range(8):
+            key.words[i] = int.from_bytes(b[4 * i:4 * i + 4], "little")
+        return key
+
+    def __bytes__(self):
+        return b"".join(int(self.words[i]).to_bytes(4, "little") for i in range(8))
+
+    def __reduce__(self):
+        return (Key.from_bytes, (bytes(self),))
+
+
+cdef int _load_key(object source, uint32_t *key) except -1:
+    """The key of a kernel call: drawn fresh from a ChaCha20, or copied from a Key."""
+    if type(source) is Key:
+        memcpy(key, (<Key>source).words, sizeof(uint32_t) * 8)
+        return 0
+    if not isinstance(source, ChaCha20):
+        raise TypeError(f"a kernel's source of randomness must be a dpfast.ChaCha20 or a Key, "
+                        f"not {type(source).__name__}")
+    return (<ChaCha20>source).draw_key(key)
+
+
+# -- sampling kernels ---------------------------------------------------------------------
+
+cdef inline int64_t _nchunks(int64_t n) nogil:
+    return (n + DPF_CHUNK - 1) // DPF_CHUNK
+
+
+cdef void _run(dpf_chunk_fn fn, void *task, int64_t nchunks, int threads, int64_t n):
+    """The driver, with the GIL released for calls on more than NOGIL_MIN elements."""
+    if n > NOGIL_MIN:
+        with nogil:
+            dpf_run(fn, task, nchunks, threads)
+    else:
+        dpf_run(fn, task, nchunks, threads)
+
+
+cdef void *_data(cnp.ndarray arr, object dtype, int64_t n, str name,
+                 bint writeable=False) except NULL:
+    """The data of a C-contiguous array of `dtype` in native byte order with n elements
+    (writeable if asked). The Python layer has checked all this before charging; this is a
+    last guard against a programming error, before any randomness is drawn."""
+    if arr.dtype != dtype or not arr.flags.c_contiguous or arr.size != n \
+            or not arr.dtype.isnative or (writeable and not arr.flags.writeable):
+        raise ValueError(f"{name}: expected a C-contiguous native {np.dtype(dtype).name} array "
+                         f"of {n} elements{' (writeable)' if writeable else ''}")
+    return cnp.PyArray_DATA(arr)
+
+
+cdef _fill(object source, dpf_fill_task *task, cnp.ndarray out, object dtype, object base,
+           int threads, uint64_t chunk0):
+    """Point the task at out and base, draw its key, run it."""
+    task.n = out.size
+    task.out = _data(out, dtype, task.n, "out", True)
+    task.base = _data(base, dtype, task.n, "base") if base is not None else NULL
+    task.chunk0 = chunk0
+    _load_key(source, task.key)
+    _run(dpf_fill_chunk, task, _nchunks(task.n), threads, task.n)
+    return out
+
+
+cdef dpf_fill_task _fill_task(int mode, double t, double g):
+    cdef dpf_fill_task task
+    task.mode = mode
+    task.g = g
+    task.ginv = 1.0 / g
+    dpf_dlap_params_init(&task.lap, t)
+    return task
+
+
+def fill_uniform(source, cnp.ndarray out not None, int threads, uint64_t chunk0=0):
+    """Full-precision uniforms on (0, 1) into the float64 array out."""
+    cdef dpf_fill_task task = _fill_task(DPF_MODE_UNIFORM, 1.0, 1.0)
+    return _fill(source, &task, out, np.float64, None, threads, chunk0)
+
+
+def fill_discrete_laplace(source, cnp.ndarray out not None, double t, object base,
+                          int threads, uint64_t chunk0=0):
+    """out[i] = base[i] + K_i, K_i two-sided geometric with parameter t; out int64 or int32
+    (an int32 sum is computed in int64 and narrowed: the caller keeps it in range), base of
+    the same type, None, or out itself."""
+    cdef dpf_fill_task task
+    if out.dtype == np.int32:
+        task = _fill_task(DPF_MODE_DLAP_I32, t, 1.0)
+        return _fill(source, &task, out, np.int32, base, threads, chunk0)
+    task = _fill_task(DPF_MODE_DLAP_INT, t, 1.0)
+    return _fill(source, &task, out, np.int64, base, threads, chunk0)
+
+
+def fill_laplace(source, cnp.ndarray out not None, double t, double g, object base,
+                 int threads, uint64_t chunk0=0):
+    """out[i] = (rint(base[i]/g) + K_i) * g (float64; base None or out itself allowed), g a
+    power of two and K_i two-sided geometric with parameter t."""
+    cdef dpf_fill_task task = _fill_task(DPF_MODE_DLAP_GRID, t, g)
+    return _fill(source, &task, out, np.float64, base, threads, chunk0)
+
+
+cdef object _fill_one(object source, int mode, double t, double g, const void *base):
+    """One sample (plus base) of a fill, without arrays: the small-call path. The same
+    kernel and streams as a one-element array."""
+    cdef dpf_fill_task task = _fill_task(mode, t, g)
+    cdef int64_t i64 = 0
+    cdef double f64 = 0.0
+    task.n = 1
+    task.base = base
+    task.chunk0 = 0
+    task.out = &f64 if mode == DPF_MODE_DLAP_GRID or mode == DPF_MODE_UNIFORM else &i64
+    _load_key(source, task.key)
+    dpf_fill_chunk(&task, 0, 0)
+    return i64 if mode == DPF_MODE_DLAP_INT else f64
+
+
+def uniform_scalar(source):
+    """One full-precision uniform (as fill_uniform on one element)."""
+    return _fill_one(source, DPF_MODE_UNIFORM, 1.0, 1.0, NULL)
+
+
+def discrete_laplace_scalar(source, double t, object base=None):
+    """One discrete Laplace sample plus the int64 base (as fill_discrete_laplace)."""
+    cdef int64_t b
+    if base is None:
+        return _fill_one(source, DPF_MODE_DLAP_INT, t, 1.0, NULL)
+    b = base
+    return _fill_one(source, DPF_MODE_DLAP_INT, t, 1.0, &b)
+
+
+def laplace_scalar(source, double t, double g, object base=None):
+    """One grid Laplace sample plus the rounded float base (as fill_laplace)."""
+    cdef double b
+    if base is None:
+        return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, NULL)
+    b = base
+    return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, &b)
+
+
+cdef _dgauss(object source, cnp.ndarray out, object dtype, double sigma, int grid, double g,
+             object base, int threads, uint64_t chunk0):
+    cdef dpf_dgauss_task task
+    dpf_dgauss_params(&task, sigma)
+    task.grid = grid
+    task.g = g
+    task.ginv = 1.0 / g
+    task.chunk0 = chunk0
+    task.n = out.size
+    task.out = _data(out, dtype, task.n, "out", True)
+    task.base = _data(base, dtype, task.n, "base") if base is not None else NULL
+    _load_key(source, task.key)
+    _run(dpf_dgauss_chunk, &task, _nchunks(task.n), threads, task.n)
+    return out
+
+
+def fill_discrete_gaussian(source, cnp.ndarray out not None, double sigma, object base,
+                           int threads, uint64_t chunk0=0):
+    """out[i] = base[i] + Z_i (int64; base None or out itself allowed), Z_i discrete
+    Gaussian with parameter sigma (P[Z = z] proportional to exp(-z^2 / (2 sigma^2)))."""
+    return _dgauss(source, out, np.int64, sigma, 0, 1.0, base, threads, chunk0)
+
+
+def fill_gaussian(source, cnp.ndarray out not None, double sigma_cells, double g, object base,
+                  int threads, uint64_t chunk0=0):
+    """out[i] = (rint(base[i]/g) + Z_i) * g (float64), Z_i discrete Gaussian with parameter
+    sigma_cells (the Gaussian's sigma in grid steps), g a power of two."""
+    return _dgauss(source, out, np.float64, sigma_cells, 1, g, base, threads, chunk0)
+
+
+# -- selection kernels --------------------------------------------------------------------
+
+cdef int _utype(cnp.ndarray u) except -1:
+    if not u.flags.c_contiguous or u.ndim != 1 or not u.dtype.isnative:
+        raise ValueError("utilities: expected a 1-d C-contiguous native array")
+    if u.dtype == np.float64:
+        return DPF_F64
+    if u.dtype == np.float32:
+        return DPF_F32
+    if u.dtype == np.int64:
+        return DPF_I64
+    raise ValueError(f"utilities: unsupported dtype {u.dtype}")
+
+
+cdef _select(object source, cnp.ndarray u, int noise, double umax, double inv_scale,
+             int64_t k, int threads):
+    """Noisy scores (u - umax) * inv_scale + unit noise, chunk by chunk: the index of the
+    largest (lowest index on ties; -1 if every score is -inf), or, with k > 0, the scores and
+    indices of the k best, as two arrays sorted best first."""
+    cdef dpf_select_task task
+    cdef int64_t n = u.shape[0]
+    cdef int64_t nchunks = max(_nchunks(n), 1)
+    cdef int slots = max(1, min(threads, nchunks))
+    task.noise = noise
+    task.umax = umax
+    task.inv_scale = inv_scale
+    task.utype = _utype(u)
+    task.u = cnp.PyArray_DATA(u)
+    task.n = n
+    idx = np.full(nchunks, -1, dtype=np.int64)
+    val = np.full(nchunks, -np.inf)
+    task.best_idx = <int64_t *>cnp.PyArray_DATA(idx)
+    task.best_val = <double *>cnp.PyArray_DATA(val)
+    task.k = k
+    if k > 0:
+        hv = np.empty(slots * k, dtype=np.float64)
+        hi = np.empty(slots * k, dtype=np.int64)
+        hl = np.zeros(slots, dtype=np.int64)
+        task.heap_val = <double *>cnp.PyArray_DATA(hv)
+        task.heap_idx = <int64_t *>cnp.PyArray_DATA(hi)
+        task.heap_len = <int64_t *>cnp.PyArray_DATA(hl)
+    _load_key(source, task.key)
+    if n == 0:
+        return -1
+    _run(dpf_select_chunk, &task, nchunks, slots, n)
+    if k > 0:
+        keep = np.concatenate([np.arange(s * k, s * k + hl[s]) for s in range(slots)])
+        vals, inds = hv[keep], hi[keep]
+        order = np.lexsort((inds, -vals))[:k]     # best first, the lower index on ties
+        return vals[order], inds[order]
+    best = int(np.argmax(val))          # first maximum: the lowest chunk wins a tie
+    return int(idx[best]) if val[best] > -np.inf else -1
+
+
+def noisy_argmax(source, cnp.ndarray u not None, int noise, double umax, double inv_scale,
+                 int threads):
+    """Index of the largest (u_i - umax) * inv_scale + N_i, N_i unit noise of the given kind
+    (lowest index on ties; -1 if every score is -inf); u float64, float32 or int64. Chunk
+    winners are combined in chunk order, so threads do not matter."""
+    return _select(source, u, noise, umax, inv_scale, 0, threads)
+
+
+def noisy_top_k(source, cnp.ndarray u not None, int noise, double umax, double inv_scale,
+                int64_t k, int threads):
+    """Indices of the k largest noisy scores (as noisy_argmax), best first, the lower index
+    first on ties. Each thread keeps a heap of its k best, so memory is O(k threads), not
+    O(len(u))."""
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    return _select(source, u, noise, umax, inv_scale, k, threads)[1]
+
+
+cdef int64_t _em_pick(const double *sums, int64_t nchunks, const void *u, int utype,
+                      int64_t n, double umax, double a, const double *v) noexcept nogil:
+    """The candidate at the uniforms v[0] (which chunk) and v[1] (where within it)."""
+    cdef double total = 0.0, target
+    cdef int64_t chunk, i
+    # The chunk is the first whose cumulative sum, in chunk order, exceeds v[0] times the total.
+    for i in range(nchunks):
+        total += sums[i]
+    target = v[0] * total
+    total = 0.0
+    chunk = nchunks - 1
+    for i in range(nchunks):
+        total += sums[i]
+        if total > target:
+            chunk = i
+            break
+    while sums[chunk] == 0.0:           # only if rounding landed on an empty chunk
+        chunk -= 1
+    i = dpf_find_exp(u, utype, chunk * DPF_CHUNK, min(DPF_CHUNK, n - chunk * DPF_CHUNK),
+                     umax, a, v[1])
+    return chunk * DPF_CHUNK + i
+
+
+def exponential_mechanism(source, cnp.ndarray u not None, double umax, double a, int threads):
+    """Index i drawn with probability proportional to exp((u_i - umax) * a), by a two-stage
+    inverse CDF: a chunk with probability proportional to its sum (chunk sums added in chunk
+    order, so threads do not matter), then a candidate within it against the chunk's own
+    running sum; one fresh full-precision uniform for each stage."""
+    cdef dpf_sum_exp_task task
+    cdef dpf_fill_task draw = _fill_task(DPF_MODE_UNIFORM, 1.0, 1.0)
+    cdef double v[2]
+    cdef int64_t n = u.shape[0], nchunks = _nchunks(n), chosen
+    if n == 0:
+        raise ValueError("exponential_mechanism needs at least one candidate")
+    task.utype = _utype(u)
+    task.u = cnp.PyArray_DATA(u)
+    task.n = n
+    task.umax = umax
+    task.a = a
+    sums = np.empty(nchunks, dtype=np.float64)
+    task.sums = <double *>cnp.PyArray_DATA(sums)
+    draw.n = 2
+    draw.out = v
+    draw.base = NULL
+    draw.chunk0 = 0
+    _load_key(source, draw.key)
+    _run(dpf_sum_exp_chunk, &task, nchunks, threads, n)
+    dpf_fill_chunk(&draw, 0, 0)
+    if n > NOGIL_MIN:
+        with nogil:
+            chosen = _em_pick(task.sums, nchunks, task.u, task.utype, n, umax, a, v)
+    else:
+        chosen = _em_pick(task.sums, nchunks, task.u, task.utype, n, umax, a, v)
+    return chosen
+
+
+# -- counting kernels ---------------------------------------------------------------------
+
+# Up to this many cells in all, each thread gets a private table; beyond, one shared table.
+PRIVATE_CELLS = 1 << 21
+# Below this many records one thread is faster than starting more.
+MIN_PARALLEL_RECORDS = 1 << 16
+# Records per block handed to a thread (at least one block per thread).
+DEF BLOCK_RECORDS = 1 << 18
+
+_RECORD_TYPES = {np.dtype(np.float64): DPF_REC_F64, np.dtype(np.float32): DPF_REC_F32,
+                 np.dtype(np.int64): DPF_REC_I64, np.dtype(np.int32): DPF_REC_I32,
+                 np.dtype(np.int16): DPF_REC_I16, np.dtype(np.int8): DPF_REC_I8,
+                 np.dtype(np.uint32): DPF_REC_U32, np.dtype(np.uint16): DPF_REC_U16,
+                 np.dtype(np.uint8): DPF_REC_U8}
+
+#: The record dtypes :func:`count_1d` counts without converting them.
+RECORD_DTYPES = tuple(_RECORD_TYPES)
+
+
+cdef cnp.ndarray _count(dpf_count_task *task, int threads):
+    """Counts of task's records: one block on the calling thread for small inputs, else blocks
+    taken by threads into per-thread tables (summed at the end) or, for tables too large to
+    copy per thread, with atomic adds into one table."""
+    cdef cnp.ndarray counts = np.zeros(task.ncells, dtype=np.int64)
+    cdef cnp.ndarray partial
+    task.counts = <int64_t *>cnp.PyArray_DATA(counts)
+    task.tables = NULL
+    task.atomic = 0
+    task.nblocks = 1
+    if task.n >= MIN_PARALLEL_RECORDS and threads > 1:
+        task.nblocks = max(threads, (task.n + BLOCK_RECORDS - 1) // BLOCK_RECORDS)
+        task.row = (task.ncells + 7) // 8 * 8           # rows on separate cache lines
+        if threads * task.row <= PRIVATE_CELLS:
+            partial = np.zeros((threads, task.row), dtype=np.int64)
+            task.tables = <int64_t *>cnp.PyArray_DATA(partial)
+        else:
+            task.atomic = 1
+    _run(dpf_count_block, task, task.nblocks, threads, task.n)
+    if task.tables != NULL:
+        return partial[:, :task.ncells].sum(axis=0)
+    return counts
+
+
+def count_1d(cnp.ndarray x not None, const double[::1] edges, int kind, int threads):
+    """Counts of the 1-d C-contiguous array x (any dtype of RECORD_DTYPES) in the bins given
+    by edges (numpy.histogram's rules); kind is AXIS_SEARCH, AXIS_UNIFORM or AXIS_INTEGER
+    (the last for integer data on integral, equally spaced edges)."""
+    cdef dpf_axis ax
+    cdef dpf_count_task task
+    if x.ndim != 1 or not x.flags.c_contiguous or not x.dtype.isnative:
+        raise ValueError("x must be 1-d, C-contiguous and in native byte order")
+    if x.dtype not in _RECORD_TYPES:
+        raise TypeError(f"unsupported dtype {x.dtype}")
+    if kind == DPF_AXIS_INTEGER and x.dtype.kind == "f":
+        raise ValueError("integer axes need integer data")
+    nbins = edges.shape[0] - 1
+    if nbins < 1:
+        raise ValueError("need at least one bin")
+    dpf_axis_init(&ax, &edges[0], nbins, kind)
+    task.data = cnp.PyArray_DATA(x)
+    task.rtype = _RECORD_TYPES[x.dtype]
+    task.n = x.shape[0]
+    task.d = 1
+    task.axes = &ax
+    task.strides = NULL
+    task.ncells = nbins
+    return _count(&task, threads)
+
+
+def count_nd(cnp.ndarray sample not None, list edges, list kinds, int threads):
+    """Flat (C-order) cell counts of the (n, d) C-contiguous float64 sample; edges[k] and
+    kinds[k] describe axis k (AXIS_SEARCH or AXIS_UNIFORM)."""
+    if sample.ndim != 2 or not sample.flags.c_contiguous or sample.dtype != np.float64 \
+            or not sample.dtype.isnative:
+        raise ValueError("sample must be a C-contiguous (n, d) native float64 array")
+    cdef int64_t d = sample.shape[1]
+    if len(edges) != d or len(kinds) != d:
+        raise ValueError("one edges array and kind per dimension")
+    cdef dpf_axis *axes = <dpf_axis *>malloc(max(d, 1) * sizeof(dpf_axis))
+    cdef int64_t *strides = <int64_t *>malloc(max(d, 1) * sizeof(int64_t))
+    cdef dpf_count_task task
+    if axes == NULL or strides == NULL:
+        free(axes)
+        free(strides)
+        raise MemoryError()
+    cdef const double[::1] e
+    cdef int64_t ncells = 1
+    keep = [np.ascontiguousarray(a, dtype=np.float64) for a in edges]
+    try:
+        for k in range(d):
+            e = keep[k]
+            if e.shape[0] < 2:
+                raise ValueError("need at least one bin per axis")
+            dpf_axis_init(&axes[k], &e[0], e.shape[0] - 1, kinds[k])
+        for k in reversed(range(d)):
+            strides[k] = ncells
+            ncells *= keep[k].shape[0] - 1
+        task.data = cnp.PyArray_DATA(sample)
+        task.rtype = DPF_REC_ND
+        task.n = sample.shape[0]
+        task.d = d
+        task.axes = axes
+        task.strides = strides
+        task.ncells = ncells
+        return _count(&task, threads)
+    finally:
+        free(axes)
+        free(strides)
+
+
+def count_codes(cnp.ndarray codes not None, int64_t ncells, int threads):
+    """Counts of the int64 codes in [0, ncells); other codes are not counted."""
+    cdef dpf_count_task task
+    task.data = _data(codes, np.int64, codes.size, "codes")
+    task.rtype = DPF_REC_CODES
+    task.n = codes.size
+    task.d = 1
+    task.axes = NULL
+    task.strides = NULL
+    task.ncells = ncells
+    return _count(&task, threads)
+
+
+# -- test shims -----------------------------------------------------------------------------
+
+cdef Py_ssize_t _paired(const uint64_t[::1] words, const uint64_t[::1] n0) except -1:
+    if n0.shape[0] != words.shape[0]:
+        raise ValueError("words and n0 differ in length")
+    return words.shape[0]
+
+
+def find_exp(cnp.ndarray u not None, Py_ssize_t lo, Py_ssize_t hi, double umax, double a,
+             double v):
+    """Inverse CDF of the weights exp((u_i - umax) * a) within [lo, hi) at the uniform v:
+    the index whose running sum first exceeds v times their total (-1 if all are 0)."""
+    cdef int64_t i
+    cdef int utype = _utype(u)
+    if not 0 <= lo <= hi <= u.shape[0]:
+        raise ValueError("bad range")
+    if hi == lo:
+        return -1
+    i = dpf_find_exp(cnp.PyArray_DATA(u), utype, lo, hi - lo, umax, a, v)
+    if i == -2:
+        raise ValueError("find_exp searches at most one chunk")
+    return -1 if i < 0 else lo + i
+
+
+def noisy_scores(source, cnp.ndarray u not None, int noise, double umax, double inv_scale,
+                 int threads):
+    """Every noisy score of noisy_argmax's call with these arguments, in index order
+    (keeps all of them: for tests)."""
+    vals, inds = _select(source, u, noise, umax, inv_scale, max(u.shape[0], 1), threads)
+    out = np.empty(u.shape[0])
+    out[inds] = vals
+    return out
+
+
+def select_noise_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, int kind):
+    """Unit selection noise the kernel derives from each word."""
+    cdef Py_ssize_t i, n = _paired(words, n0)
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    for i in range(n):
+        o[i] = dpf_select_noise_from_bits(words[i], n0[i], kind)
+    return out
+
+
+def exp_nonpos(const double[::1] x):
+    """The kernel's exp on x <= 0."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        o[i] = dpf_exp_nonpos_shim(x[i])
+    return out
+
+
+def dlap_params(double t):
+    """The constants the discrete Laplace kernel uses for parameter t."""
+    cdef dpf_dlap_params p
+    dpf_dlap_params_init(&p, t)
+    return {"t": p.t, "c": p.c, "a_hi": p.a_hi, "a_lo": p.a_lo}
+
+
+def dlap_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t):
+    """Signed discrete Laplace samples (as float64) that the kernel derives from keystream
+    word words[i] when the binade has n0[i] leading zeros."""
+    cdef dpf_dlap_params p
+    cdef Py_ssize_t i, n = _paired(words, n0)
+    dpf_dlap_params_init(&p, t)
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    for i in range(n):
+        o[i] = dpf_dlap_from_bits(words[i], n0[i], &p)
+    return out
+
+
+def dlap_z_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0, double t):
+    """The kernel's unfloored magnitude t*(c + L) for each word, as (integer part, rest):
+    the sample magnitude is fb + floor(rest) (for error measurements)."""
+    cdef dpf_dlap_params p
+    cdef Py_ssize_t i, n = _paired(words, n0)
+    dpf_dlap_params_init(&p, t)
+    fb = np.empty(n, dtype=np.float64)
+    rest = np.empty(n, dtype=np.float64)
+    cdef double[::1] f = fb
+    cdef double[::1] r = rest
+    for i in range(n):
+        dpf_dlap_z_from_bits(words[i], n0[i], &p, &f[i], &r[i])
+    return fb, rest
+
+
+def uniform_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0):
+    """The uniform the kernel derives from words[i] with n0[i] leading binade zeros."""
+    cdef Py_ssize_t i, n = _paired(words, n0)
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    for i in range(n):
+        o[i] = dpf_uniform_from_bits(words[i], n0[i])
+    return out
