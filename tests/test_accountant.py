@@ -786,7 +786,7 @@ def test_ledger_entries_stay_three_tuples():
     with acct.parallel(label="p"):
         acct.spend(0.5, label="x")
     (entry,) = acct.ledger
-    assert isinstance(entry, dp.accountant.LedgerEntry) and len(entry) == 3
+    assert isinstance(entry, dp.accounting.LedgerEntry) and len(entry) == 3
     eps, delta, label = entry
     assert (eps, delta, label) == (0.5, 0.0, "x") == (entry.epsilon, entry.delta, entry.label)
     assert entry.block == ("p",) and entry.charged == (0.5, 0.0)

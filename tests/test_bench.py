@@ -1,28 +1,25 @@
-"""``dpfast bench`` and :mod:`dpfast.bench` in quick mode: every case runs and reports sane,
+"""``dpfast bench`` and :mod:`dpfast.benchmarks` in quick mode: every case runs and reports sane,
 positive numbers. No timing thresholds: CI machines are too noisy for them."""
 import json
 import math
-import os
-import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from dpfast import bench
+from dpfast.benchmarks import core, suite
 from dpfast.cli import main
 
 
 @pytest.fixture(scope="module")
 def report():
     # One quick run shared by the checks below keeps the file to a few seconds.
-    return bench.run(quick=True, threads=[1, 2], include_libraries=False)
+    return suite.run(quick=True, threads=[1, 2], include_libraries=False)
 
 
 def test_every_family_runs(report):
-    assert {r["family"] for r in report.results} == set(bench.FAMILIES)
-    for family, base in bench.BASELINES.items():
+    assert {r["family"] for r in report.results} == set(suite.FAMILIES)
+    for family, base in suite.BASELINES.items():
         assert any(r["name"] == base and r["impl"] == "numpy" for r in report.results), family
         assert any(r["family"] == family and r["impl"] == "dpfast" for r in report.results)
 
@@ -35,12 +32,12 @@ def test_numbers_are_sane(report):
         assert eps * ns == pytest.approx(1e9, rel=1e-9)
         lo, hi = r["spread_ns_per_element"]
         assert 0 < lo <= ns <= hi
-        assert r["n"] == bench.QUICK_SIZE
+        assert r["n"] == suite.QUICK_SIZE
         assert r["threads"] >= 1
         if r["impl"] == "numpy":
             assert r["baseline"] is None and r["ratio_vs_baseline"] is None
         elif r["family"] != "floor":
-            assert r["baseline"] == bench.BASELINES[r["family"]]
+            assert r["baseline"] == suite.BASELINES[r["family"]]
             assert math.isfinite(r["ratio_vs_baseline"]) and r["ratio_vs_baseline"] > 0
 
 
@@ -50,7 +47,7 @@ def test_dpfast_cases_at_each_thread_count(report):
 
 
 def test_results_sorted_by_family(report):
-    order = [bench.FAMILIES.index(r["family"]) for r in report.results]
+    order = [suite.FAMILIES.index(r["family"]) for r in report.results]
     assert order == sorted(order)
 
 
@@ -64,7 +61,7 @@ def test_machine_info(report):
 
 def test_text_and_markdown(report):
     text = report.to_text()
-    assert "Machine:" in text and "dp.laplace" in text and bench.FLOOR_NAME in text
+    assert "Machine:" in text and "dp.laplace" in text and suite.FLOOR_NAME in text
     md = report.to_markdown().splitlines()
     rows = [line for line in md if line.startswith("| ")]
     assert len(rows) == len(report.results) + 1          # header + one row per case
@@ -80,18 +77,18 @@ def test_json_round_trip(report, tmp_path):
 
 
 def test_only_filters():
-    r = bench.run(quick=True, threads=1, only=["laplace", "keystream"],
+    r = suite.run(quick=True, threads=1, only=["laplace", "keystream"],
                   include_libraries=False)
     assert {x["family"] for x in r.results} == {"laplace", "keystream"}
     with pytest.raises(ValueError, match="unknown benchmark family"):
-        bench.run(quick=True, only=["nope"])
+        suite.run(quick=True, only=["nope"])
 
 
 def test_case_accepts_tuples_and_keywords():
-    c = bench.Case(name="x", family="laplace", impl="library", threads=1, n=10,
-                   fn=lambda: None, baseline=bench.BASELINES["laplace"], extrapolated=True)
-    assert bench.Case(*tuple(c)) == c
-    assert bench.Case(**c._asdict()) == c
+    c = suite.Case(name="x", family="laplace", impl="library", threads=1, n=10,
+                   fn=lambda: None, baseline=suite.BASELINES["laplace"], extrapolated=True)
+    assert suite.Case(*tuple(c)) == c
+    assert suite.Case(**c._asdict()) == c
 
 
 def test_library_cases_measured_against_numpy(monkeypatch):
@@ -100,12 +97,12 @@ def test_library_cases_measured_against_numpy(monkeypatch):
     class Fake:
         @staticmethod
         def cases(size):
-            return [dict(name="fake lib laplace", family="laplace", impl="library",
-                         threads=1, n=size // 10, fn=lambda: gen.laplace(size=size // 10),
-                         baseline=bench.BASELINES["laplace"], extrapolated=True)]
+            return [suite.Case(name="fake lib laplace", family="laplace", impl="library",
+                               threads=1, n=size // 10, fn=lambda: gen.laplace(size=size // 10),
+                               baseline=suite.BASELINES["laplace"], extrapolated=True)]
 
-    monkeypatch.setattr(bench, "bench_compare", Fake)
-    r = bench.run(quick=True, threads=1, only=["laplace"])
+    monkeypatch.setattr(suite, "libraries", Fake)
+    r = suite.run(quick=True, threads=1, only=["laplace"])
     lib = [x for x in r.results if x["impl"] == "library"]
     assert len(lib) == 1 and lib[0]["extrapolated"] and lib[0]["ratio_vs_baseline"] > 0
     assert "fake lib laplace*" in r.to_text()
@@ -117,18 +114,18 @@ def test_broken_library_module_is_a_note(monkeypatch):
         def cases(size):
             raise RuntimeError("boom")
 
-    monkeypatch.setattr(bench, "bench_compare", Broken)
-    r = bench.run(quick=True, threads=1, only=["keystream"])
+    monkeypatch.setattr(suite, "libraries", Broken)
+    r = suite.run(quick=True, threads=1, only=["keystream"])
     assert any("boom" in n for n in r.notes)
 
 
 def test_scaling_fit_quick_sizes():
-    rows, fits = bench.scaling(bench.QUICK_SCALING_SIZES, threads=(1, 2), repeat=2)
-    assert len(rows) == 2 * 2 * len(bench.QUICK_SCALING_SIZES)
+    rows, fits = suite.scaling(suite.QUICK_SCALING_SIZES, threads=(1, 2), repeat=2)
+    assert len(rows) == 2 * 2 * len(suite.QUICK_SCALING_SIZES)
     for r in rows:
         assert r["seconds_per_call"] > 0 and r["ns_per_element"] > 0
     assert {(f["family"], f["threads"]) for f in fits} == {
-        (f, t) for f in bench.SCALING_FAMILIES for t in (1, 2)}
+        (f, t) for f in suite.SCALING_FAMILIES for t in (1, 2)}
     for f in fits:
         assert f["overhead_s"] >= 0 and f["per_element_ns"] >= 0
         assert math.isfinite(f["overhead_s"]) and math.isfinite(f["per_element_ns"])
@@ -136,11 +133,11 @@ def test_scaling_fit_quick_sizes():
 
 def test_fit_recovers_a_line():
     n = np.array([1e3, 1e4, 1e5, 1e6])
-    overhead, per = bench.fit_overhead(n, 2e-5 + n * 3e-9)
+    overhead, per = core.fit_overhead(n, 2e-5 + n * 3e-9)
     assert overhead == pytest.approx(2e-5, rel=1e-6)
     assert per == pytest.approx(3e-9, rel=1e-6)
     # Noise that would make the unconstrained overhead negative is clipped to 0.
-    overhead, per = bench.fit_overhead(n, n * 3e-9 * np.array([1.3, 1.0, 1.0, 1.0]))
+    overhead, per = core.fit_overhead(n, n * 3e-9 * np.array([1.3, 1.0, 1.0, 1.0]))
     assert overhead >= 0 and per > 0
 
 
@@ -196,80 +193,24 @@ def test_cli_rejects_bad_options(capsys, tmp_path):
 
 def test_time_calls_interleaves_after_one_warm_up():
     calls = []
-    times = bench.time_calls([lambda: calls.append("a"), lambda: calls.append("b")], 3)
+    times = core.time_calls([lambda: calls.append("a"), lambda: calls.append("b")], 3)
     assert calls == ["a", "b"] * 4                     # warm-up round, then 3 timed rounds
     assert [len(t) for t in times] == [3, 3]
     assert all(t >= 0 for ts in times for t in ts)
     with pytest.raises(ValueError, match="repeat"):
-        bench.time_calls([lambda: None], 0)
-
-
-# bench/compare.py and bench/agreement.py are scripts of the repository, run as a user runs
-# them, at sizes of a fraction of a second.
-BENCH_DIR = pathlib.Path(__file__).resolve().parent.parent / "bench"
-needs_scripts = pytest.mark.skipif(not (BENCH_DIR / "compare.py").exists(),
-                                   reason="bench/ is not part of an installed package")
-
-
-def _script_env():
-    env = dict(os.environ)
-    src = pathlib.Path(bench.__file__).resolve().parent.parent
-    env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
-    return env
-
-
-@needs_scripts
-def test_compare_script_reports_every_suite(tmp_path):
-    out = tmp_path / "compare.json"
-    proc = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "compare.py"), "--suite", "all", "--n", "3000",
-         "--records", "3000", "--candidates", "3000", "--repeats", "2", "--no-libraries",
-         "--json", str(out)], capture_output=True, text=True, env=_script_env(), timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    rows = json.loads(out.read_text())["results"]
-    assert {r["suite"] for r in rows} == {"sampling", "histogram", "selection", "gaussian"}
-    names = {r["name"] for r in rows}
-    assert {"dp.laplace", "dp.exponential_mechanism", "numpy Generator.laplace",
-            "numpy exp/normalise/choice"} <= names
-    assert not any(n.startswith(("diffprivlib", "OpenDP")) for n in names)
-    for r in rows:
-        assert math.isfinite(r["ns_per_item"]) and r["ns_per_item"] > 0, r
-        assert (r["baseline"] is None) == (r["ratio_vs_baseline"] is None), r
-        if r["ratio_vs_baseline"] is not None:
-            assert r["ratio_vs_baseline"] > 0 and r["baseline"] in names
-    assert "Machine:" in proc.stdout
-
-
-@needs_scripts
-def test_agreement_script_pairs_the_two_tools(tmp_path):
-    out = tmp_path / "agreement.json"
-    proc = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "agreement.py"), "--pairs", "2", "--size", "3000",
-         "--repeat", "2", "--threads", "1", "2", "--json", str(out)],
-        capture_output=True, text=True, env=_script_env(), timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    figures = json.loads(out.read_text())["figures"]
-    labels = [f["figure"] for f in figures]
-    for t in (1, 2):
-        assert f"dp.laplace, {t} thr, ns/elem" in labels
-        assert f"dp.exponential_mechanism, {t} thr, ratio to numpy" in labels
-    for f in figures:
-        assert len(f["bench"]) == len(f["compare"]) == len(f["pair_differences"]) == 2
-        assert all(math.isfinite(x) and x > 0 for x in f["bench"] + f["compare"]), f
-        assert 0 <= f["pairs_within"] <= 2
-    assert "medians over pairs differ by at most" in proc.stdout
+        core.time_calls([lambda: None], 0)
 
 
 def test_cases_are_interleaved_with_their_baseline_only():
     calls = []
 
     def case(name, family, impl, baseline):
-        return bench.Case(name, family, impl, 1, 10, lambda: calls.append(name), baseline)
+        return suite.Case(name, family, impl, 1, 10, lambda: calls.append(name), baseline)
 
     todo = [case("np A", "a", "numpy", None), case("dp A", "a", "dpfast", "np A"),
             case("np B", "b", "numpy", None), case("dp A2", "a", "dpfast", "np A"),
             case("dp B", "b", "dpfast", "np B"), case("floor", "floor", "dpfast", None)]
-    times = bench._measure(todo, 2)
+    times = suite._measure(todo, 2)
     assert [len(t) for t in times] == [2] * len(todo)
     a, b = ["np A", "dp A", "dp A2"], ["np B", "dp B"]
     assert calls == a * 3 + b * 3 + ["floor"] * 3     # warm-up + 2 rounds, group by group
@@ -278,7 +219,7 @@ def test_cases_are_interleaved_with_their_baseline_only():
 @pytest.mark.parametrize("family, baseline", [("discrete_laplace", "numpy Generator.laplace"),
                                               ("discrete_gaussian", "numpy Generator.normal")])
 def test_only_a_family_still_runs_its_baseline(family, baseline):
-    report = bench.run(quick=True, threads=1, only=family, include_libraries=False)
+    report = suite.run(quick=True, threads=1, only=family, include_libraries=False)
     names = [r["name"] for r in report.results]
     assert baseline in names
     assert all(r["ratio_vs_baseline"] > 0 for r in report.results if r["impl"] == "dpfast")

@@ -4,7 +4,8 @@ import pytest
 from scipy import stats
 
 import dpfast as dp
-from dpfast import _native, histograms
+from dpfast import _native
+from dpfast.releases import histograms
 from dpfast.datasets import load_adult
 from refusals import rng_state, spends_nothing
 

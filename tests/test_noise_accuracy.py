@@ -1,6 +1,6 @@
 """The floating-point error bound that dpfast's privacy guarantee rests on, measured.
 
-The privacy bound in dpfast.noise assumes that the kernel's magnitude t*(c + L), before the
+The privacy bound in dpfast.samplers assumes that the kernel's magnitude t*(c + L), before the
 floor, is within E = (t + 1) * 2**-49 of the exact value for the *real* uniform (so the error
 of computing it from the truncated double U, plus the truncation itself, ln(1 + 2**-52) * t).
 Here the kernel's unfloored value (exposed by a test shim as integer part + remainder) is
@@ -16,8 +16,9 @@ import mpmath
 import numpy as np
 import pytest
 
+import dpfast as dp
 from dpfast import _native
-from dpfast import noise
+from dpfast import samplers as noise
 
 mpmath.mp.prec = 120
 
@@ -139,9 +140,9 @@ def test_privacy_loss_bound_values():
     for b in (1e-6, 0.3, 1.0, 10.0, 1e6):
         for eps in (1e-3, 0.1, 1.0):
             d = b * eps
-            assert noise.laplace_privacy_loss(b, d) <= eps + 2.4e-7
+            assert dp.laplace_privacy_loss(b, d) <= eps + 2.4e-7
     # Integer mechanism at t = 1000: eta ~ 7e-12.
-    assert 1e-3 < noise.laplace_privacy_loss(1000.0, 1.0, discrete=True) < 1e-3 + 1e-11
+    assert 1e-3 < dp.laplace_privacy_loss(1000.0, 1.0, discrete=True) < 1e-3 + 1e-11
 
 
 def test_privacy_loss_covers_round_half_to_even():
@@ -154,4 +155,4 @@ def test_privacy_loss_covers_round_half_to_even():
     cells = abs(np.rint((x + d) / g) - np.rint(x / g))
     exact_loss = cells * g / b
     assert exact_loss > eps
-    assert noise.laplace_privacy_loss(b, d) >= exact_loss
+    assert dp.laplace_privacy_loss(b, d) >= exact_loss

@@ -15,8 +15,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dpfast import postprocess as pp
-from dpfast.postprocess import (
+from dpfast.releases import postprocess as pp
+from dpfast.releases.postprocess import (
     apply,
     clip_nonnegative,
     consistent_counts,

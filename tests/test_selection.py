@@ -697,9 +697,9 @@ def test_noisy_scores_are_rebuilt_from_the_keystream(kind):
     noise = _native.select_noise_from_bits(words, n0, KINDS[kind])
     want = (u - umax) * inv + noise
     for threads in (1, 2):
-        scores = _native.noisy_scores(key, u, KINDS[kind], umax, inv, threads)
+        scores = _native.noisy_scores(key, threads, u, KINDS[kind], umax, inv)
         np.testing.assert_array_equal(scores, want)
-        assert _native.noisy_argmax(key, u, KINDS[kind], umax, inv, threads) == \
+        assert _native.noisy_argmax(key, threads, u, KINDS[kind], umax, inv) == \
             int(np.argmax(want))
     # The unit noise has its distribution: Kolmogorov-Smirnov over 132k draws, alpha = 1e-4.
     assert stats.kstest(noise, REFERENCE[kind].cdf).pvalue > ALPHA

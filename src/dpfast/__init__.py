@@ -4,43 +4,38 @@ All randomness comes from ChaCha20 (RFC 8439). Continuous noise lives on a power
 and integer noise is exact discrete Laplace, so outputs do not leak inputs through low-order
 bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
-from . import postprocess
 from ._native import ChaCha20
-from .accuracy import max_error_bound
-from .accountant import Accountant, BudgetExceededError, default_accountant
-from .gaussians import (
-    discrete_gaussian,
-    gaussian,
-    gaussian_granularity,
+from .accounting import Accountant, BudgetExceededError, default_accountant
+from .mechanisms import (
+    exponential_mechanism,
+    exponential_mechanism_utility_gap,
     gaussian_mechanism,
     gaussian_sigma,
-)
-from .histograms import count_categories, histogram, histogramdd, noisy_counts
-from .mechanisms import laplace_mechanism
-from .noise import (
-    discrete_laplace,
-    laplace,
-    laplace_granularity,
+    laplace_mechanism,
     laplace_privacy_loss,
-    uniform,
-)
-from .random import default_rng
-from .randomized import (
+    max_error_bound,
+    permute_and_flip,
     randomized_response,
     randomized_response_categorical,
+    report_noisy_max,
     rr_categorical_probabilities,
     rr_epsilon,
     rr_estimate_counts,
     rr_estimate_proportion,
     rr_proportion_variance,
     rr_response_probabilities,
-)
-from .selection import (
-    exponential_mechanism,
-    exponential_mechanism_utility_gap,
-    permute_and_flip,
-    report_noisy_max,
     top_k,
+)
+from .releases import count_categories, histogram, histogramdd, noisy_counts, postprocess
+from .rng import default_rng
+from .samplers import (
+    discrete_gaussian,
+    discrete_laplace,
+    gaussian,
+    gaussian_granularity,
+    laplace,
+    laplace_granularity,
+    uniform,
 )
 
 __version__ = "0.1.0"

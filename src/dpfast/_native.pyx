@@ -13,7 +13,8 @@ BitGenerator and per-call keys; sampling kernels; selection kernels; counting ke
 shims. Each kernel wrapper fills a task struct and hands it to the one driver, ``dpf_run``
 (``_core/driver.h``), which runs the task's chunks on the calling thread or on a pool.
 
-Keys: a kernel call takes ``source``, a ``ChaCha20`` or a :class:`Key`. From a generator it
+Kernels are called as ``kernel(source, threads, *arguments)`` (the convention of
+``dpfast._release``). ``source`` is a ``ChaCha20`` or a :class:`Key`. From a generator it
 draws a fresh 256-bit key (four words of its stream) for this call alone, and chunk ``c`` of
 the output reads the ChaCha20 streams of nonces ``2(chunk0 + c)`` and ``2(chunk0 + c) + 1``
 under that key: the output is the same whatever the number of threads. A ``Key`` drawn once
@@ -78,6 +79,7 @@ cdef extern from "sampling.h":
         DPF_F64
         DPF_F32
         DPF_I64
+        DPF_I32
     ctypedef struct dpf_dlap_params:
         double t
         double c
@@ -554,14 +556,14 @@ cdef dpf_fill_task _fill_task(int mode, double t, double g):
     return task
 
 
-def fill_uniform(source, cnp.ndarray out not None, int threads, uint64_t chunk0=0):
+def fill_uniform(source, int threads, cnp.ndarray out not None, uint64_t chunk0=0):
     """Full-precision uniforms on (0, 1) into the float64 array out."""
     cdef dpf_fill_task task = _fill_task(DPF_MODE_UNIFORM, 1.0, 1.0)
     return _fill(source, &task, out, np.float64, None, threads, chunk0)
 
 
-def fill_discrete_laplace(source, cnp.ndarray out not None, double t, object base,
-                          int threads, uint64_t chunk0=0):
+def fill_discrete_laplace(source, int threads, cnp.ndarray out not None, double t,
+                          object base=None, uint64_t chunk0=0):
     """out[i] = base[i] + K_i, K_i two-sided geometric with parameter t; out int64 or int32
     (an int32 sum is computed in int64 and narrowed: the caller keeps it in range), base of
     the same type, None, or out itself."""
@@ -573,8 +575,8 @@ def fill_discrete_laplace(source, cnp.ndarray out not None, double t, object bas
     return _fill(source, &task, out, np.int64, base, threads, chunk0)
 
 
-def fill_laplace(source, cnp.ndarray out not None, double t, double g, object base,
-                 int threads, uint64_t chunk0=0):
+def fill_laplace(source, int threads, cnp.ndarray out not None, double t, double g,
+                 object base=None, uint64_t chunk0=0):
     """out[i] = (rint(base[i]/g) + K_i) * g (float64; base None or out itself allowed), g a
     power of two and K_i two-sided geometric with parameter t."""
     cdef dpf_fill_task task = _fill_task(DPF_MODE_DLAP_GRID, t, g)
@@ -596,12 +598,12 @@ cdef object _fill_one(object source, int mode, double t, double g, const void *b
     return i64 if mode == DPF_MODE_DLAP_INT else f64
 
 
-def uniform_scalar(source):
+def uniform_scalar(source, int threads):
     """One full-precision uniform (as fill_uniform on one element)."""
     return _fill_one(source, DPF_MODE_UNIFORM, 1.0, 1.0, NULL)
 
 
-def discrete_laplace_scalar(source, double t, object base=None):
+def discrete_laplace_scalar(source, int threads, double t, object base=None):
     """One discrete Laplace sample plus the int64 base (as fill_discrete_laplace)."""
     cdef int64_t b
     if base is None:
@@ -610,7 +612,7 @@ def discrete_laplace_scalar(source, double t, object base=None):
     return _fill_one(source, DPF_MODE_DLAP_INT, t, 1.0, &b)
 
 
-def laplace_scalar(source, double t, double g, object base=None):
+def laplace_scalar(source, int threads, double t, double g, object base=None):
     """One grid Laplace sample plus the rounded float base (as fill_laplace)."""
     cdef double b
     if base is None:
@@ -635,15 +637,15 @@ cdef _dgauss(object source, cnp.ndarray out, object dtype, double sigma, int gri
     return out
 
 
-def fill_discrete_gaussian(source, cnp.ndarray out not None, double sigma, object base,
-                           int threads, uint64_t chunk0=0):
+def fill_discrete_gaussian(source, int threads, cnp.ndarray out not None, double sigma,
+                           object base=None, uint64_t chunk0=0):
     """out[i] = base[i] + Z_i (int64; base None or out itself allowed), Z_i discrete
     Gaussian with parameter sigma (P[Z = z] proportional to exp(-z^2 / (2 sigma^2)))."""
     return _dgauss(source, out, np.int64, sigma, 0, 1.0, base, threads, chunk0)
 
 
-def fill_gaussian(source, cnp.ndarray out not None, double sigma_cells, double g, object base,
-                  int threads, uint64_t chunk0=0):
+def fill_gaussian(source, int threads, cnp.ndarray out not None, double sigma_cells, double g,
+                  object base=None, uint64_t chunk0=0):
     """out[i] = (rint(base[i]/g) + Z_i) * g (float64), Z_i discrete Gaussian with parameter
     sigma_cells (the Gaussian's sigma in grid steps), g a power of two."""
     return _dgauss(source, out, np.float64, sigma_cells, 1, g, base, threads, chunk0)
@@ -660,6 +662,8 @@ cdef int _utype(cnp.ndarray u) except -1:
         return DPF_F32
     if u.dtype == np.int64:
         return DPF_I64
+    if u.dtype == np.int32:
+        return DPF_I32
     raise ValueError(f"utilities: unsupported dtype {u.dtype}")
 
 
@@ -703,16 +707,16 @@ cdef _select(object source, cnp.ndarray u, int noise, double umax, double inv_sc
     return int(idx[best]) if val[best] > -np.inf else -1
 
 
-def noisy_argmax(source, cnp.ndarray u not None, int noise, double umax, double inv_scale,
-                 int threads):
+def noisy_argmax(source, int threads, cnp.ndarray u not None, int noise, double umax,
+                 double inv_scale):
     """Index of the largest (u_i - umax) * inv_scale + N_i, N_i unit noise of the given kind
     (lowest index on ties; -1 if every score is -inf); u float64, float32 or int64. Chunk
     winners are combined in chunk order, so threads do not matter."""
     return _select(source, u, noise, umax, inv_scale, 0, threads)
 
 
-def noisy_top_k(source, cnp.ndarray u not None, int noise, double umax, double inv_scale,
-                int64_t k, int threads):
+def noisy_top_k(source, int threads, cnp.ndarray u not None, int noise, double umax,
+                double inv_scale, int64_t k):
     """Indices of the k largest noisy scores (as noisy_argmax), best first, the lower index
     first on ties. Each thread keeps a heap of its k best, so memory is O(k threads), not
     O(len(u))."""
@@ -744,7 +748,7 @@ cdef int64_t _em_pick(const double *sums, int64_t nchunks, const void *u, int ut
     return chunk * DPF_CHUNK + i
 
 
-def exponential_mechanism(source, cnp.ndarray u not None, double umax, double a, int threads):
+def exponential_mechanism(source, int threads, cnp.ndarray u not None, double umax, double a):
     """Index i drawn with probability proportional to exp((u_i - umax) * a), by a two-stage
     inverse CDF: a chunk with probability proportional to its sum (chunk sums added in chunk
     order, so threads do not matter), then a candidate within it against the chunk's own
@@ -924,8 +928,8 @@ def find_exp(cnp.ndarray u not None, Py_ssize_t lo, Py_ssize_t hi, double umax, 
     return -1 if i < 0 else lo + i
 
 
-def noisy_scores(source, cnp.ndarray u not None, int noise, double umax, double inv_scale,
-                 int threads):
+def noisy_scores(source, int threads, cnp.ndarray u not None, int noise, double umax,
+                 double inv_scale):
     """Every noisy score of noisy_argmax's call with these arguments, in index order
     (keeps all of them: for tests)."""
     vals, inds = _select(source, u, noise, umax, inv_scale, max(u.shape[0], 1), threads)

@@ -18,13 +18,12 @@ import numpy as np
 
 from . import __version__
 from . import _native
-from .accountant import Accountant
-from .accuracy import max_error_bound
+from .accounting import Accountant
 from .datasets import load_adult
-from .histograms import count_categories, histogram
-from .mechanisms import laplace_mechanism
-from .noise import MAX_DISCRETE_SCALE, laplace_privacy_loss
-from .random import default_threads
+from .mechanisms import laplace_mechanism, laplace_privacy_loss, max_error_bound
+from .releases import count_categories, histogram
+from .rng import default_threads
+from .samplers import MAX_DISCRETE_SCALE
 from .validation import MIN_SCALE
 
 
@@ -430,26 +429,27 @@ def _info(args, out):
 
 # -- dpfast bench -----------------------------------------------------------------------
 def _bench(args, out):
-    from . import bench
+    from . import benchmarks
+    from .benchmarks import suite
 
     # Checked before timing anything: a bad option or a missing matplotlib ends the command
     # with one message instead of after a minute of measurement.
-    bench._check_families(args.only)
+    suite._check_families(args.only)
     if args.plot is not None:
         _check_png(args.plot)
         _optional("matplotlib", "matplotlib", "--plot")
     if args.json is not None:
         _check_directory(args.json, "--json")
-    size = args.size if args.size is not None else (bench.QUICK_SIZE if args.quick else 10**7)
+    size = args.size if args.size is not None else (suite.QUICK_SIZE if args.quick else 10**7)
     repeat = (args.repeat if args.repeat is not None
-              else (bench.QUICK_REPEAT if args.quick else 7))
-    report = bench.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
+              else (suite.QUICK_REPEAT if args.quick else 7))
+    report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
                        include_libraries=not args.no_libraries, scaling_too=args.scaling,
                        quick=False)
     # quick is recorded as asked, though size and repeat above already honour it.
     report.settings["quick"] = args.quick
     if args.scaling and args.quick:
-        report.scaling, report.fits = bench.scaling(bench.QUICK_SCALING_SIZES,
+        report.scaling, report.fits = benchmarks.scaling(suite.QUICK_SCALING_SIZES,
                                                     threads=report.settings["threads"],
                                                     repeat=repeat)
     print(report.to_markdown() if args.markdown else report.to_text(), file=out)
@@ -562,7 +562,7 @@ def build_parser():
     info = sub.add_parser("info", help="show the compiled kernels in use and thread count")
     info.set_defaults(func=_info)
 
-    from .bench import FAMILIES
+    from .benchmarks import FAMILIES
     bench = sub.add_parser(
         "bench", help="throughput of every mechanism family next to numpy",
         description="Times each mechanism family (median of interleaved repeats after a "

@@ -55,9 +55,20 @@ def check_real(value, name, func, *, low=0.0, high=math.inf, low_open=True, high
     return x + 0.0                  # -0.0 (allowed only in a closed interval at 0) -> 0.0
 
 
+def _positive(value, name, func):
+    """check_real(value, name, func) for a finite value > 0, with the common cases (a float,
+    a small int) decided by one comparison: these checks are on every release's path."""
+    if type(value) is float:
+        if 0.0 < value < math.inf:              # False for NaN
+            return value
+    elif type(value) is int and 0 < value < 2**53:
+        return float(value)
+    return check_real(value, name, func)
+
+
 def check_epsilon(epsilon, func):
     """Privacy parameter epsilon: a finite float > 0."""
-    return check_real(epsilon, "epsilon", func)
+    return _positive(epsilon, "epsilon", func)
 
 
 def check_delta(delta, func):
@@ -67,7 +78,7 @@ def check_delta(delta, func):
 
 def check_sensitivity(sensitivity, func):
     """Sensitivity: a finite float > 0 (a zero-sensitivity query needs no noise)."""
-    return check_real(sensitivity, "sensitivity", func)
+    return _positive(sensitivity, "sensitivity", func)
 
 
 # Scales keep the grid step g ~ scale * 2^-24 and 1/g normal doubles.
@@ -116,7 +127,7 @@ def check_size(size, func):
             raise _fail(ValueError, "size", func, rule, size)
         shape.append(int(d))
     if len(shape) > 32 or math.prod(shape) > MAX_SIZE:
-        raise _fail(ValueError, "size", func, f"a shape of at most 32 dimensions and 2^56 "
+        raise _fail(ValueError, "size", func, "a shape of at most 32 dimensions and 2^56 "
                     "elements", size)
     return tuple(shape)
 
@@ -219,3 +230,27 @@ def _numeric_array(value, name, func, keep):
     if kind == "f":
         return np.asarray(arr, dtype=np.float64, order="C"), False
     return check_data(value, name, func)      # raises the documented error for this input
+
+
+def category_codes(values, categories, func):
+    """int64 code per value: its index in `categories`, or -1 for anything else."""
+    index = {c: i for i, c in enumerate(categories)}
+    if len(index) != len(categories):
+        raise ValueError(f"The 'categories' parameter of {func} must not repeat a category. "
+                         f"Got {list(categories)!r} instead.")
+    cat = getattr(values, "cat", None)           # a pandas Series of category dtype
+    if cat is not None:
+        values = values.array
+    if hasattr(values, "codes") and hasattr(values, "categories"):     # pandas Categorical
+        lut = np.array([index.get(c, -1) for c in values.categories] + [-1], dtype=np.int64)
+        codes = np.asarray(values.codes, dtype=np.int64)
+        return lut[codes]                        # code -1 (missing) reads the trailing -1
+    arr = np.asarray(values).reshape(-1)
+    if arr.dtype.kind == "O":
+        # Python objects (possibly None and strings mixed) cannot be sorted: look each up.
+        lookup = np.frompyfunc(lambda v: index.get(v, -1), 1, 1)
+        return lookup(arr).astype(np.int64) if arr.size else np.empty(0, dtype=np.int64)
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    lut = np.array([index.get(u.item() if hasattr(u, "item") else u, -1) for u in uniq],
+                   dtype=np.int64)
+    return lut[inverse.reshape(-1)] if uniq.size else np.empty(0, dtype=np.int64)

@@ -535,7 +535,7 @@ void dpf_fill_chunk(void *task_, int64_t chunk, int slot)
 /* ---- utilities of any element type ---- */
 
 /* u[lo, lo + len) as doubles: the array itself when it holds doubles, else converted into
- * tmp (as numpy's astype(float64) would: int64 to nearest, float32 exactly). */
+ * tmp (as numpy's astype(float64) would: int64 to nearest, float32 and int32 exactly). */
 static const double *dpf_as_double(const void *u, int utype, int64_t lo, size_t len,
                                    double *tmp)
 {
@@ -547,6 +547,12 @@ static const double *dpf_as_double(const void *u, int utype, int64_t lo, size_t 
     }
     if (utype == DPF_I64) {
         const int64_t *q = (const int64_t *)u + lo;
+        for (size_t i = 0; i < len; i++)
+            tmp[i] = (double)q[i];
+        return tmp;
+    }
+    if (utype == DPF_I32) {
+        const int32_t *q = (const int32_t *)u + lo;
         for (size_t i = 0; i < len; i++)
             tmp[i] = (double)q[i];
         return tmp;

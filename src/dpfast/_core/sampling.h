@@ -104,8 +104,8 @@ void dpf_dgauss_chunk(void *task, int64_t chunk, int slot);
 /* ---- selection (report noisy max, permute-and-flip, top-k, exponential mechanism) ------ */
 enum dpf_noise { DPF_NOISE_LAPLACE = 0, DPF_NOISE_EXPONENTIAL = 1, DPF_NOISE_GUMBEL = 2 };
 /* Element types of the utilities (converted to double one batch at a time, as numpy's astype
- * would: int64 rounds to nearest, float32 is exact). */
-enum dpf_dtype { DPF_F64 = 0, DPF_F32 = 1, DPF_I64 = 2 };
+ * would: int64 rounds to nearest, float32 and int32 are exact). */
+enum dpf_dtype { DPF_F64 = 0, DPF_F32 = 1, DPF_I64 = 2, DPF_I32 = 3 };
 
 typedef struct {
     uint32_t key[8];

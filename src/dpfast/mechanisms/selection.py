@@ -17,7 +17,7 @@ Ding et al. 2021 and McKenna & Sheldon 2020; checked by simulation in the tests)
 
 Floating point. All noise comes from the full-precision uniform ``U`` (a second, independent
 uniform ``V`` where noted). Laplace and exponential noise use ``L = -ln U``, computed with an
-absolute error of a few units of 2**-53 (see :mod:`dpfast.noise`). Gumbel noise is ``-ln E``
+absolute error of a few units of 2**-53 (see :mod:`dpfast.samplers`). Gumbel noise is ``-ln E``
 with ``E`` an Exp(1) variable computed to *relative* accuracy: one bit picks ``E <= ln 2``,
 computed as ``-log1p(-V/2)`` (``V/2`` itself below 2**-60), or ``E > ln 2``, computed as
 ``ln 2 + L``; so the Gumbel's upper tail reaches about 762 scales instead of being cut off at
@@ -46,11 +46,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _native
-from . import noise as _noise
-from . import random as _random
-from . import validation as _v
-from .accountant import resolve_accountant
+from .. import _native
+from .. import validation as _v
+from .._release import release
 
 __all__ = ["report_noisy_max", "exponential_mechanism", "permute_and_flip", "top_k",
            "exponential_mechanism_utility_gap"]
@@ -59,47 +57,60 @@ _NOISE = {"laplace": _native.NOISE_LAPLACE, "exponential": _native.NOISE_EXPONEN
           "gumbel": _native.NOISE_GUMBEL}
 
 
+# Utility dtypes the kernels read in place (converting a batch at a time); others are
+# converted to float64 first.
+_KERNEL_DTYPES = (np.float64, np.float32, np.int64, np.int32)
+# Elements per block when counting candidates without a temporary of the input's size.
+_BLOCK = 1 << 20
+
+
 def _utilities(values, name, func):
-    """1-d float64 utilities and their maximum, which must be finite."""
+    """1-d utilities (float64, float32, int64 or int32, C-contiguous, native byte order: no
+    copy of such an array) and their maximum, which must be finite."""
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError, OverflowError):
         arr = None
     if arr is None or arr.dtype.kind not in "iuf":
         arr, _ = _v.check_data(values, name, func)   # raises the documented error
-    u = np.asarray(arr, dtype=np.float64, order="C")
+    if arr.dtype.type not in _KERNEL_DTYPES:
+        arr = arr.astype(np.float64)
+    u = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
     if u.ndim != 1:
         raise ValueError(f"The {name!r} parameter of {func} must be 1-d. Got an array of "
                          f"shape {u.shape} instead.")
     if u.size == 0:
         raise ValueError(f"The {name!r} parameter of {func} must have at least one "
                          "candidate. Got an empty array instead.")
-    top = u.max()                                  # NaN propagates
-    if np.isnan(top) or top == np.inf:
+    top = float(u.max())                           # NaN propagates
+    if math.isnan(top) or top == math.inf:
         bad = u[np.flatnonzero(np.isnan(u) | (u == np.inf))[0]]
         raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or +inf "
                          f"(-inf excludes a candidate). Got {float(bad)!r} instead.")
-    if top == -np.inf:
+    if top == -math.inf:
         raise ValueError(f"The {name!r} parameter of {func} excludes every candidate "
                          "(all -inf).")
-    return u, float(top)
+    return u, top
 
 
-def _common(func, epsilon, sensitivity, monotonic, accountant, rng, threads):
+def _available(u):
+    """How many candidates are not excluded (-inf), block by block."""
+    if u.dtype.kind != "f":
+        return u.size
+    return sum(int(np.count_nonzero(u[i:i + _BLOCK] > -np.inf))
+               for i in range(0, u.size, _BLOCK))
+
+
+def _noise_scale(func, epsilon, sensitivity, monotonic):
+    """epsilon and the noise scale of every selection mechanism here: 2D/eps, or D/eps when
+    monotone (Laplace, exponential and Gumbel noise alike)."""
     eps = _v.check_epsilon(epsilon, func)
     d = _v.check_sensitivity(sensitivity, func)
     mono = _v.check_bool(monotonic, "monotonic", func)
-    acct = resolve_accountant(accountant, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
-    # Noise scale (Laplace, exponential, Gumbel alike): 2D/eps, or D/eps when monotone. Kept
-    # in [2^-1022, 2^1001], so 1/scale is finite and positive (no 0 * -inf = NaN weights).
+    # Kept in [2^-1022, 2^1001], so 1/scale is finite and positive (no 0 * -inf = NaN
+    # weights).
     scale = (1.0 if mono else 2.0) * _v.check_mechanism_scale(d, eps, func, low=2.0**-1022)
-    return eps, scale, acct, bitgen, nthreads
-
-
-def _argmax(u, umax, noise, scale, bitgen, nthreads):
-    return _native.noisy_argmax(bitgen, u, noise, umax, 1.0 / scale, nthreads)
+    return eps, scale
 
 
 def report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monotonic=False,
@@ -142,11 +153,10 @@ def report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monoton
     if not isinstance(noise, str) or noise not in _NOISE:
         raise ValueError(f"The 'noise' parameter of {func} must be one of "
                          f"{sorted(_NOISE)}. Got {noise!r} instead.")
-    eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
-                                                 accountant, rng, threads)
+    eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
     u, umax = _utilities(scores, "scores", func)
-    acct.spend(eps, 0.0, label=func)
-    return _argmax(u, umax, _NOISE[noise], scale, bitgen, nthreads)
+    return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_argmax, u,
+                   _NOISE[noise], umax, 1.0 / scale)
 
 
 def permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, accountant=None,
@@ -169,11 +179,10 @@ def permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, acco
     0
     """
     func = "permute_and_flip"
-    eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
-                                                 accountant, rng, threads)
+    eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
     u, umax = _utilities(utilities, "utilities", func)
-    acct.spend(eps, 0.0, label=func)
-    return _argmax(u, umax, _native.NOISE_EXPONENTIAL, scale, bitgen, nthreads)
+    return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_argmax, u,
+                   _native.NOISE_EXPONENTIAL, umax, 1.0 / scale)
 
 
 def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
@@ -214,8 +223,7 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
     'football'
     """
     func = "exponential_mechanism"
-    eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
-                                                 accountant, rng, threads)
+    eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
     u, umax = _utilities(utilities, "utilities", func)
     cand = None
     if candidates is not None:
@@ -226,9 +234,8 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
     if cand is not None and len(cand) != u.size:
         raise ValueError(f"The 'candidates' parameter of {func} must have one element per "
                          f"utility ({u.size}). Got {len(cand)} instead.")
-    acct.spend(eps, 0.0, label=func)
-    a = 1.0 / scale
-    index = _native.exponential_mechanism(bitgen, u, umax, a, nthreads)
+    index = release(func, accountant, eps, 0.0, rng, threads, u.size,
+                    _native.exponential_mechanism, u, umax, 1.0 / scale)
     return cand[index] if cand is not None else index
 
 
@@ -254,16 +261,15 @@ def top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None
     func = "top_k"
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"The 'k' parameter of {func} must be an int >= 1. Got {k!r} instead.")
-    eps, scale, acct, bitgen, nthreads = _common(func, epsilon, sensitivity, monotonic,
-                                                 accountant, rng, threads)
+    eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
     u, umax = _utilities(scores, "scores", func)
-    available = int(np.count_nonzero(u > -np.inf))
+    available = _available(u)
     if not 1 <= k <= available:
         raise ValueError(f"The 'k' parameter of {func} must be in [1, {available}] (the "
                          f"candidates not excluded). Got {k!r} instead.")
-    acct.spend(eps, 0.0, label=func)
-    return _native.noisy_top_k(bitgen, u, _native.NOISE_GUMBEL, umax, 1.0 / (scale * int(k)),
-                               int(k), nthreads)
+    # Each thread keeps its k best in a heap: memory O(k threads), not O(len(scores)).
+    return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_top_k, u,
+                   _native.NOISE_GUMBEL, umax, 1.0 / (scale * int(k)), int(k))
 
 
 def exponential_mechanism_utility_gap(n_candidates, *, epsilon, sensitivity=1, beta=0.05,

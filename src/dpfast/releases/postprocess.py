@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from .validation import _fail, check_data, check_real
+from ..validation import _fail, check_data, check_real
 
 __all__ = [
     "apply",
@@ -345,7 +345,7 @@ def clip_nonnegative(counts):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpfast.postprocess import clip_nonnegative
+    >>> from dpfast.releases.postprocess import clip_nonnegative
     >>> clip_nonnegative(np.array([4, -2, 0, 7]))
     array([4, 0, 0, 7])
     >>> clip_nonnegative(np.array([[-0.5, 1.5]], dtype=np.float32))
@@ -397,7 +397,7 @@ def project_simplex(values, total):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpfast.postprocess import project_simplex
+    >>> from dpfast.releases.postprocess import project_simplex
     >>> project_simplex(np.array([3.0, -1.0, 2.0]), 3)
     array([2., 0., 1.])
     >>> project_simplex([[0.5, 0.5], [0.5, 0.5]], 1)
@@ -455,7 +455,7 @@ def round_preserving_sum(x, total):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpfast.postprocess import round_preserving_sum
+    >>> from dpfast.releases.postprocess import round_preserving_sum
     >>> round_preserving_sum(np.array([1.2, 0.7, 2.1]), 4)
     array([1, 1, 2])
     >>> round_preserving_sum([0.5, 0.5, 0.5, 0.5], 2)    # ties go to the lower index
@@ -528,7 +528,7 @@ def consistent_counts(counts, total=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpfast.postprocess import consistent_counts
+    >>> from dpfast.releases.postprocess import consistent_counts
     >>> noisy = np.array([12, -3, 5, 1])
     >>> consistent_counts(noisy)            # total = round(sum(noisy)) = 15; tau = 1
     array([11,  0,  4,  0])

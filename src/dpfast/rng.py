@@ -4,10 +4,10 @@ import threading
 
 import numpy as np
 
-from ._native import ChaCha20
 from . import validation as _v
+from ._native import CHUNK, ChaCha20
 
-__all__ = ["ChaCha20", "default_rng", "resolve_rng", "resolve_threads"]
+__all__ = ["ChaCha20", "default_rng", "default_threads", "resolve_rng", "resolve_threads"]
 
 
 def default_rng(seed=None):
@@ -61,7 +61,7 @@ def resolve_rng(rng, func):
     bit generator, is a ``TypeError``.
     """
     if rng is None:
-        return _global_rng()
+        return _global if _global is not None else _global_rng()
     if isinstance(rng, ChaCha20):
         return rng
     if isinstance(rng, np.random.Generator):
@@ -96,7 +96,10 @@ def default_threads():
     return max(1, min(n, _v.MAX_THREADS))
 
 
-def resolve_threads(threads, func):
-    """Validated thread count: ``threads`` if given, else :func:`default_threads`."""
+def resolve_threads(threads, func, size=None):
+    """Validated thread count: ``threads`` if given, else :func:`default_threads`; 1 for a
+    call on ``size`` <= CHUNK elements, which runs on the calling thread whatever the count."""
     t = _v.check_threads(threads, func)
+    if size is not None and size <= CHUNK:
+        return 1
     return default_threads() if t is None else t

@@ -1,7 +1,7 @@
-"""Optional comparisons of ``dpfast bench`` with other differential privacy libraries.
+"""Cases of other differential privacy libraries, for ``dpfast bench`` and ``bench/`` scripts.
 
 Install them with ``pip install dpfast[compare]`` (diffprivlib, OpenDP, PyDP). Each library
-that imports contributes :class:`dpfast.bench.Case` records with ``impl="library"`` and
+that imports contributes :class:`dpfast.benchmarks.Case` records with ``impl="library"`` and
 ``threads=1``; one that is missing, or whose API differs from the one used here, contributes
 nothing (see :func:`notes` for what was skipped and why).
 
@@ -14,7 +14,7 @@ therefore not timed, but anything the library does with them (validation, FFI co
 a Python loop over values) is.
 
 Paths used, each library's fastest documented way to do the job, with the parameters of the
-dpfast cases of :mod:`dpfast.bench` (scale 1, sigma 100, epsilon 1, 1,000 histogram bins):
+dpfast cases of :mod:`dpfast.benchmarks.suite` (scale 1, sigma 100, epsilon 1, 1,000 histogram bins):
 
 diffprivlib (``diffprivlib.mechanisms`` randomise one value per call; no vectorized API)
     - laplace: ``mechanisms.Laplace(epsilon=1, sensitivity=1).randomise(v)`` for each value
@@ -62,6 +62,8 @@ import importlib
 
 import numpy as np
 
+from .core import BASELINES, Case
+
 # Largest element counts measured per call (per-value Python loops are ~5-30 us/element).
 CAP_PER_VALUE = 2 * 10**4
 CAP_PER_VALUE_FAST = 10**5       # PyDP's add_noise (~4 us/element)
@@ -105,12 +107,9 @@ def cases(size):
 
     Returns
     -------
-    list of dpfast.bench.Case
+    list of dpfast.benchmarks.Case
         One per available library and family; possibly empty.
     """
-    # Imported here: dpfast.bench imports this module before it defines Case.
-    from .bench import BASELINES, Case
-
     size = int(size)
     if size < 1:
         raise ValueError(f"size must be an integer >= 1. Got {size!r} instead.")
@@ -138,7 +137,7 @@ def cases(size):
         return rng.integers(0, 1000, size=m).tolist()
 
     def scores(m):
-        # Same distribution as dpfast.bench's selection scores.
+        # Same distribution as dpfast bench's selection scores.
         return (rng.normal(size=m) * 3.0).tolist()
 
     def per_value(mech, values):

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _native
-from . import noise as _noise
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..accounting import resolve_accountant
+from ..rng import resolve_rng, resolve_threads
+from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
 from . import postprocess as _post
-from . import random as _random
-from . import validation as _v
-from .accountant import resolve_accountant
 
 __all__ = ["histogram", "histogramdd", "count_categories", "noisy_counts"]
 
@@ -115,10 +116,11 @@ def _range_pair(value, func, name):
 def _prepare(func, epsilon, accountant, rng, threads, postprocess, total):
     """The shared arguments of a counting release, checked before anything happens."""
     eps = _v.check_epsilon(epsilon, func)
-    scale = _v.check_mechanism_scale(1.0, eps, func, high=_noise.MAX_DISCRETE_SCALE)
+    scale = _v.check_mechanism_scale(1.0, eps, func, high=MAX_DISCRETE_SCALE)
+    # Resolved (and so checked) now, before the records are counted.
     acct = resolve_accountant(accountant, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
+    bitgen = resolve_rng(rng, func)
+    nthreads = resolve_threads(threads, func)
     _check_postprocess(postprocess, func)
     if total is not None:
         if postprocess != "consistent":
@@ -138,9 +140,9 @@ def _check_postprocess(option, func):
 
 def _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total):
     """Charge, noise the exact counts in place, post-process."""
-    acct.spend(eps, 0.0, label=func)
     flat = counts.reshape(-1)
-    _noise._draw("discrete", scale, flat.shape, bitgen, nthreads, base=flat, out=flat)
+    release(func, acct, eps, 0.0, bitgen, nthreads, flat.size, _native.fill_discrete_laplace,
+            flat, scale, flat)
     return _post.apply(counts, postprocess, total=total)
 
 
@@ -270,30 +272,6 @@ def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
     return released, [e for e, _ in axes]
 
 
-def _category_codes(values, categories, func):
-    """int64 code per value: its index in `categories`, or -1 for anything else."""
-    index = {c: i for i, c in enumerate(categories)}
-    if len(index) != len(categories):
-        raise ValueError(f"The 'categories' parameter of {func} must not repeat a category. "
-                         f"Got {list(categories)!r} instead.")
-    cat = getattr(values, "cat", None)           # a pandas Series of category dtype
-    if cat is not None:
-        values = values.array
-    if hasattr(values, "codes") and hasattr(values, "categories"):     # pandas Categorical
-        lut = np.array([index.get(c, -1) for c in values.categories] + [-1], dtype=np.int64)
-        codes = np.asarray(values.codes, dtype=np.int64)
-        return lut[codes]                        # code -1 (missing) reads the trailing -1
-    arr = np.asarray(values).reshape(-1)
-    if arr.dtype.kind == "O":
-        # Python objects (possibly None and strings mixed) cannot be sorted: look each up.
-        lookup = np.frompyfunc(lambda v: index.get(v, -1), 1, 1)
-        return lookup(arr).astype(np.int64) if arr.size else np.empty(0, dtype=np.int64)
-    uniq, inverse = np.unique(arr, return_inverse=True)
-    lut = np.array([index.get(u.item() if hasattr(u, "item") else u, -1) for u in uniq],
-                   dtype=np.int64)
-    return lut[inverse.reshape(-1)] if uniq.size else np.empty(0, dtype=np.int64)
-
-
 def count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None,
                      threads=None, postprocess=None, total=None):
     """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
@@ -338,7 +316,7 @@ def count_categories(values, categories, *, epsilon, other=False, accountant=Non
                         f"{categories!r} instead.")
     categories = list(categories)
     other = _v.check_bool(other, "other", func)
-    codes = _category_codes(values, categories, func)
+    codes = _v.category_codes(values, categories, func)
     ncat = len(categories)
     unknown = np.flatnonzero(codes < 0)
     if unknown.size and not other:
@@ -396,9 +374,6 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     func = "noisy_counts"
     eps = _v.check_epsilon(epsilon, func)
     d = _v.check_sensitivity(sensitivity, func)
-    acct = resolve_accountant(accountant, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
     _check_postprocess(postprocess, func)
     if progress is not None:
         progress = _v.check_bool(progress, "progress", func)
@@ -410,7 +385,7 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     else:
         src, is_int = _v.check_data(src, "counts", func)   # converts or raises
     if is_int:
-        scale = _v.check_mechanism_scale(d, eps, func, high=_noise.MAX_DISCRETE_SCALE)
+        scale = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
     else:
         scale = _v.check_mechanism_scale(d, eps, func)
     dst = _check_out(out, src, is_int, postprocess, func)
@@ -420,28 +395,39 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
                          "arrays.")
     _check_counts_fit(src, dst, is_int, scale, func)
 
+    bar = _progress_bar(dst.size, progress)          # a missing tqdm fails before the charge
+    release(func, accountant, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
+            scale, postprocess == "clip", bar)
+    if out is None and postprocess not in (None, "clip"):
+        return _post.apply(dst, postprocess)
+    return dst
+
+
+def _noise_blocks(gen, threads, src, dst, scale, clip, bar):
+    """dst = src + noise (of scale), BLOCK cells at a time under one key, so that memory stays
+    bounded and the release equals a one-shot one; clipped at 0 if asked."""
+    key = _native.Key(gen)
+    is_int = dst.dtype.kind == "i"
+    fill, params = ((_native.fill_discrete_laplace, (scale,)) if is_int
+                    else (_native.fill_laplace, laplace_grid(scale)[::-1]))
     flat_in = src.reshape(-1) if src.flags.c_contiguous else None
     flat_out = dst.reshape(-1)
-    n = flat_out.size
-    bar = _progress_bar(n, progress)          # a missing tqdm fails before the charge
-    acct.spend(eps, 0.0, label=func)
-    key = _native.Key(bitgen)
-    kind = "discrete" if is_int else "grid"
-    work = np.int64 if is_int else np.float64
     # The kernels read int64/int32/float64 counts and write the same type straight into
-    # `out` (in place if it is `counts`); other combinations go through a working copy.
-    direct = flat_in is not None and flat_in.dtype == flat_out.dtype
+    # `out` (in place if it is `counts`); other combinations (other dtypes, byte orders or
+    # layouts) go through a working copy of each block.
+    direct = (flat_in is not None and flat_in.dtype == flat_out.dtype
+              and flat_out.dtype.isnative)
+    work = np.int64 if is_int else np.float64
     try:
-        for start in range(0, n, BLOCK):
-            stop = min(start + BLOCK, n)
+        for start in range(0, flat_out.size, BLOCK):
+            stop = min(start + BLOCK, flat_out.size)
             if direct:
                 base, dest = flat_in[start:stop], flat_out[start:stop]
             else:
                 block = flat_in[start:stop] if flat_in is not None else src.flat[start:stop]
                 base = dest = np.array(block, dtype=work, copy=True)
-            _noise._fill(kind, scale, key, dest, nthreads, base=base,
-                         chunk0=start // _noise.CHUNK)
-            if postprocess == "clip":
+            fill(key, threads, dest, *params, base, start // _native.CHUNK)
+            if clip:
                 np.maximum(dest, 0, out=dest)
             if not direct:
                 flat_out[start:stop] = dest
@@ -450,9 +436,6 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     finally:
         if bar is not None:
             bar.close()
-    if out is None and postprocess not in (None, "clip"):
-        return _post.apply(dst, postprocess)
-    return dst
 
 
 def _same_buffer(a, b):
@@ -479,7 +462,7 @@ def _check_out(out, src, is_int, postprocess, func):
     if postprocess not in (None, "clip"):
         raise ValueError(f"The 'postprocess' parameter of {func} must be None or 'clip' when "
                          f"out= is given (a consistent release needs the whole table in "
-                         f"memory: apply dpfast.postprocess to the result). Got "
+                         f"memory: apply dp.postprocess to the result). Got "
                          f"{postprocess!r} instead.")
     return out
 
@@ -497,7 +480,7 @@ def _check_counts_fit(src, dst, is_int, scale, func):
         what = ("|counts| <= 2**62" if dst.dtype == np.int64 else
                 f"|counts| <= {limit} so that counts plus noise fit the int32 'out'")
     else:
-        limit = 2.0**52 * _noise.laplace_granularity(scale)
+        limit = 2.0**52 * laplace_grid(scale)[0]
         what = f"finite |counts| <= {limit:g} (exact grid arithmetic)"
     flat = src.reshape(-1) if src.flags.c_contiguous else None
     n = src.size

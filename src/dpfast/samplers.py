@@ -1,7 +1,9 @@
-"""Raw noise: full-precision uniforms, exact-grid Laplace and discrete Laplace.
+"""Raw noise: full-precision uniforms, exact-grid Laplace and Gaussian noise, discrete Laplace
+and discrete Gaussian noise.
 
-These are building blocks and charge no budget; the mechanisms in
-:mod:`dpfast.mechanisms` validate, charge an accountant and then call them.
+These are building blocks: they charge no budget. The mechanisms in :mod:`dpfast.mechanisms`
+check their arguments, charge an accountant and draw from the same kernels. Every sampler
+here is a docstring and one call of :func:`dpfast._release.draw`.
 
 How the samplers avoid the floating-point attack
 ------------------------------------------------
@@ -40,7 +42,7 @@ For the grid mechanism with sensitivity ``D``, inputs are rounded to the grid (h
 so neighbours can end ``floor(D/g) + 1`` cells apart and ``eps_exact <= eps + g/b``; with
 ``t = b/g`` in ``(2**23, 2**24]`` both ``g/b`` and ``eta`` are below ``2**-23``: the total
 is ``eps' <= eps + 2.4e-7``. For the integer mechanism ``eps_exact = floor(D)/t <= eps``
-and ``eta`` grows with the scale (``t = 1000``: ``7e-12``). :func:`laplace_privacy_loss`
+and ``eta`` grows with the scale (``t = 1000``: ``7e-12``). :func:`dpfast.laplace_privacy_loss`
 computes the bound for given parameters.
 
 Strictly, the guarantee is ``(eps', delta)`` with ``delta = 2**-1099``: the uniform's
@@ -56,22 +58,46 @@ The uniform's exponent comes from the leading zeros of 11 bits of the sample's w
 up to 17 further words of a separate stream when all 11 are zero (probability 2**-11); the
 number of words (and the time) per sample is therefore 1 with probability 1 - 2**-11 and at
 most 18.
+
+Gaussian noise
+--------------
+Noise is exact-lattice: ``discrete_gaussian(sigma)`` is the discrete Gaussian
+``P[Z = z]`` proportional to ``exp(-z**2 / (2 sigma**2))`` on the integers, drawn by the
+rejection sampler of Canonne, Kamath & Steinke (2020) from discrete Laplace proposals with
+full-precision uniforms; ``gaussian(sigma)`` is ``g * Z`` with ``Z`` discrete Gaussian of
+parameter ``sigma / g`` on the power-of-two grid ``g = gaussian_granularity(sigma)`` (the
+smallest power of two >= ``sigma * 2**-20``), so, as for Laplace noise, the set of possible
+outputs does not depend on the input.
+
+Distance from the ideal distribution: the acceptance test compares a full-precision uniform
+with ``exp(-(|y| - sigma**2/t)**2 / (2 sigma**2))`` computed to about an ulp, and the
+proposal's probabilities are those of dpfast's discrete Laplace (within the factor
+``exp(+-eta(t))`` of the Laplace section above, ``t = floor(sigma) + 1``); every output
+probability with ``|y|`` below about ``37 sigma`` is therefore within a relative
+``2 eta(t) + 2**-50`` of the exact discrete Gaussian's (about 1e-8 at ``t = 2**20``); beyond,
+where the acceptance probability underflows, the absolute error is below 1e-300. The number of proposals a sample needs is random
+but independent of the value it returns (a property of rejection sampling), so timing does
+not reveal the noise; the extra words of the uniform's slow path (probability 2**-11 per
+word, see the Laplace section above) are the only value-dependent cost.
 """
 import math
 
 import numpy as np
 
 from . import _native
-from . import random as _random
 from . import validation as _v
+from ._release import draw
 
 __all__ = [
     "GRANULARITY_BITS",
+    "GRID_BITS",
     "uniform",
     "laplace",
     "discrete_laplace",
+    "gaussian",
+    "discrete_gaussian",
     "laplace_granularity",
-    "laplace_privacy_loss",
+    "gaussian_granularity",
 ]
 
 #: Laplace outputs are multiples of the smallest power of two >= scale * 2**-GRANULARITY_BITS.
@@ -83,60 +109,45 @@ FP_ERROR = 2.0**-49
 #: Largest discrete Laplace scale: beyond it K may exceed the kernel's exact range (2**51)
 #: and the floating-point term of the privacy bound is no longer small.
 MAX_DISCRETE_SCALE = 2.0**40
+#: Gaussian outputs are multiples of the smallest power of two >= sigma * 2**-GRID_BITS.
+GRID_BITS = 20
+#: Largest discrete Gaussian sigma (its discrete Laplace proposal must stay below 2**40).
+MAX_DISCRETE_SIGMA = 2.0**39
 
 
-def _grid(scale):
-    """(g, t): the power-of-two grid step for scale and t = scale/g (exact)."""
-    m, e = math.frexp(scale)            # scale = m 2^e, m in [0.5, 1)
-    g = math.ldexp(1.0, e - 1 - GRANULARITY_BITS) if m == 0.5 else \
-        math.ldexp(1.0, e - GRANULARITY_BITS)
+def _power_of_two_at_least(x, bits):
+    """The smallest power of two >= x * 2**-bits."""
+    m, e = math.frexp(x)            # x = m 2^e, m in [0.5, 1)
+    return math.ldexp(1.0, e - 1 - bits) if m == 0.5 else math.ldexp(1.0, e - bits)
+
+
+def laplace_grid(scale):
+    """(g, t): the grid step of Laplace noise of this scale and t = scale/g (exact)."""
+    g = _power_of_two_at_least(scale, GRANULARITY_BITS)
     return g, scale / g
 
 
-def _eta(t):
+def gaussian_grid(sigma):
+    """The grid step of Gaussian noise of this sigma."""
+    return _power_of_two_at_least(sigma, GRID_BITS)
+
+
+def eta(t):
+    """The floating-point term of the privacy bound of discrete Laplace noise with parameter
+    t (see the module docstring)."""
     err = (t + 1.0) * FP_ERROR
     if 2 * err >= 1:
         return math.inf
     return 2 * err / t + math.log1p(2 * err) - math.log1p(-2 * err)
 
 
-def _empty(kind, shape):
-    """The output array for a draw of `kind` (allocate before charging or drawing)."""
-    return np.empty(math.prod(shape), dtype=np.int64 if kind == "discrete" else np.float64)
-
-
-CHUNK = _native.CHUNK
-
-
-def _fill(kind, scale, key, out, nthreads, base=None, chunk0=0):
-    """One kernel call: samples of `kind` into the flat array `out` (plus `base`, which may
-    be `out` itself), streams numbered from chunk `chunk0` under `key`."""
-    if kind == "uniform":
-        _native.fill_uniform(key, out, nthreads, chunk0)
-    elif kind == "discrete":
-        _native.fill_discrete_laplace(key, out, scale, base, nthreads, chunk0)
-    else:
-        g, t = _grid(scale)
-        _native.fill_laplace(key, out, t, g, base, nthreads, chunk0)
-
-
-def _draw(kind, scale, shape, bitgen, nthreads, base=None, out=None):
-    """One kernel call into `out` (or a new array), returned with `shape`; the caller has
-    validated everything. The output exists before the sub-key is drawn, so a failed
-    allocation consumes no randomness."""
-    if out is None:
-        out = _empty(kind, shape)
-    _fill(kind, scale, bitgen, out, nthreads, base=base)
-    return out.reshape(shape)
-
-
-def _sample(kind, scale, size, rng, threads, func):
-    """Validate the shared arguments of the raw samplers, then draw."""
+def _sample(func, size, rng, threads, dtype, kernel, *params):
+    """The raw samplers' one path: check size, allocate, :func:`draw`; a Python number for
+    size=None."""
     shape = _v.check_size(size, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
-    out = _draw(kind, scale, shape or (), bitgen, nthreads)
-    return out[()].item() if shape is None else out
+    out = np.empty(() if shape is None else shape, dtype=dtype)
+    draw(func, rng, threads, out.size, kernel, out, *params)
+    return out.item() if shape is None else out
 
 
 def uniform(size=None, *, rng=None, threads=None):
@@ -152,7 +163,7 @@ def uniform(size=None, *, rng=None, threads=None):
     size : int or tuple of ints, optional
         Output shape; ``None`` returns a Python float.
     rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
-        Source of randomness (see :func:`dpfast.random.resolve_rng`).
+        Source of randomness (see :func:`dpfast.rng.resolve_rng`).
     threads : int, optional
         Threads for large outputs; default ``OMP_NUM_THREADS`` or the usable CPUs. The result
         for a given ``rng`` does not depend on it.
@@ -168,7 +179,7 @@ def uniform(size=None, *, rng=None, threads=None):
     >>> bool(((u > 0) & (u < 1)).all())
     True
     """
-    return _sample("uniform", 1.0, size, rng, threads, "uniform")
+    return _sample("uniform", size, rng, threads, np.float64, _native.fill_uniform)
 
 
 def laplace_granularity(scale):
@@ -185,7 +196,7 @@ def laplace_granularity(scale):
     >>> dp.laplace_granularity(10.0) == 2.0**-20
     True
     """
-    return _grid(_v.check_scale(scale, "laplace_granularity"))[0]
+    return laplace_grid(_v.check_scale(scale, "laplace_granularity"))[0]
 
 
 def laplace(scale, size=None, *, rng=None, threads=None):
@@ -221,7 +232,8 @@ def laplace(scale, size=None, *, rng=None, threads=None):
     -----
     Drawn by inverse CDF from a full-precision uniform and a sign bit: one 64-bit ChaCha20
     word per sample with probability 1 - 2**-11, at most 18. Privacy bound including
-    floating-point error: see the module documentation and :func:`laplace_privacy_loss`.
+    floating-point error: see the module documentation and
+    :func:`dpfast.laplace_privacy_loss`.
 
     References
     ----------
@@ -236,8 +248,8 @@ def laplace(scale, size=None, *, rng=None, threads=None):
     >>> bool((x / g == (x / g).round()).all())
     True
     """
-    b = _v.check_scale(scale, "laplace")
-    return _sample("grid", b, size, rng, threads, "laplace")
+    g, t = laplace_grid(_v.check_scale(scale, "laplace"))
+    return _sample("laplace", size, rng, threads, np.float64, _native.fill_laplace, t, g)
 
 
 def discrete_laplace(scale, size=None, *, rng=None, threads=None):
@@ -272,32 +284,58 @@ def discrete_laplace(scale, size=None, *, rng=None, threads=None):
     dtype('int64')
     """
     t = _v.check_scale(scale, "discrete_laplace", high=MAX_DISCRETE_SCALE)
-    return _sample("discrete", t, size, rng, threads, "discrete_laplace")
+    return _sample("discrete_laplace", size, rng, threads, np.int64,
+                   _native.fill_discrete_laplace, t)
 
 
-def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
-    """laplace_privacy_loss(scale, sensitivity, *, discrete=False)
+def gaussian_granularity(sigma):
+    """gaussian_granularity(sigma)
 
-    Certified privacy loss epsilon' of adding dpfast's Laplace noise of ``scale`` to a query
-    of L1 ``sensitivity``, including grid rounding and floating-point error.
-
-    For the grid mechanism (``discrete=False``): ``(floor(D/g) + 1) g/b + eta(b/g)``;
-    for integer queries with discrete noise: ``floor(D)/b + eta(b)``; ``eta`` as in the
-    module documentation.
+    Grid step of :func:`gaussian` noise: the smallest power of two >= ``sigma * 2**-20``.
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> eps_prime = dp.laplace_privacy_loss(10.0, 1.0)
-    >>> 0.1 < eps_prime < 0.1 + 2.4e-7
+    >>> dp.gaussian_granularity(1.0) == 2.0**-20
     True
     """
-    func = "laplace_privacy_loss"
-    d = _v.check_sensitivity(sensitivity, func)
-    if _v.check_bool(discrete, "discrete", func):
-        t = _v.check_scale(scale, func, high=MAX_DISCRETE_SCALE)
-        return math.floor(d) / t + _eta(t)
-    b = _v.check_scale(scale, func)
-    g, t = _grid(b)
-    # Round-half-to-even can put inputs D apart floor(D/g) + 1 cells apart.
-    return (math.floor(d / g) + 1) / t + _eta(t)
+    return gaussian_grid(_v.check_scale(sigma, "gaussian_granularity"))
+
+
+def gaussian(sigma, size=None, *, rng=None, threads=None):
+    """gaussian(sigma, size=None, *, rng=None, threads=None)
+
+    Gaussian noise of standard deviation about ``sigma`` on an exact power-of-two grid.
+
+    Returns ``g * Z``, ``g = gaussian_granularity(sigma)``, ``Z`` discrete Gaussian with
+    parameter ``sigma / g`` (its variance is within a relative 1e-12 of ``(sigma/g)**2``
+    for these parameters). ``sigma`` in [2**-900, 2**1000].
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> x = dp.gaussian(3.0, 1000, rng=1)
+    >>> g = dp.gaussian_granularity(3.0)
+    >>> bool((x / g == (x / g).round()).all())
+    True
+    """
+    s = _v.check_scale(sigma, "gaussian")
+    g = gaussian_grid(s)
+    return _sample("gaussian", size, rng, threads, np.float64, _native.fill_gaussian, s / g, g)
+
+
+def discrete_gaussian(sigma, size=None, *, rng=None, threads=None):
+    """discrete_gaussian(sigma, size=None, *, rng=None, threads=None)
+
+    Discrete Gaussian noise: int64 with ``P[Z = z]`` proportional to
+    ``exp(-z**2 / (2 sigma**2))``, ``sigma`` in [2**-900, 2**39].
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> dp.discrete_gaussian(2.0, 5, rng=1).dtype
+    dtype('int64')
+    """
+    s = _v.check_scale(sigma, "discrete_gaussian", high=MAX_DISCRETE_SIGMA)
+    return _sample("discrete_gaussian", size, rng, threads, np.int64,
+                   _native.fill_discrete_gaussian, s)

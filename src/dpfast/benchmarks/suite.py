@@ -1,100 +1,30 @@
-"""Throughput of dpfast's mechanisms next to numpy's nearest equivalents, in one run.
+"""``dpfast bench``: the throughput of every mechanism family next to numpy's nearest
+equivalent, in one run.
 
-Used by ``dpfast bench`` and from Python::
+From Python::
 
-    import dpfast.bench
-    report = dpfast.bench.run(size=10**6, quick=False)
+    import dpfast.benchmarks
+    report = dpfast.benchmarks.run(size=10**6)
     print(report.to_text())
 
-Measurement is that of ``bench/compare.py`` (both use :func:`time_calls`), so that the two
-agree: inputs are prepared once, outside the timing; every call returns a fresh output
-array; each case runs once as a warm-up (page faults, thread pools, SIMD dispatch), then the
-cases are *interleaved* with their numpy baseline within each repeat so that machine noise
-(frequency changes, other processes) hits them alike; the reported time is the median over
-repeats, with the min and max as spread. The ratio of a case is ``baseline time / case
-time`` for the same number of elements, against a numpy baseline measured in the same run
-("x faster" when above 1).
-
-Interface for optional library comparisons
-------------------------------------------
-If a module ``dpfast.bench_compare`` exists and imports, :func:`run` calls its
-``cases(size)`` (``include_libraries=True``), which returns a list of :class:`Case` (or of
-tuples in the field order of :class:`Case`, or of dicts with its field names) with
-``impl="library"``. Their ``baseline`` names one of the numpy cases of :data:`BASELINES`
-(or ``None``); a library too slow to run at ``size`` may use a smaller ``n`` and set
-``extrapolated=True`` so that its per-element numbers are flagged as measured at that size.
-A library that is not installed should simply contribute no cases. ::
-
-    Case(name="diffprivlib Laplace", family="laplace", impl="library", threads=1,
-         n=10**5, fn=lambda: ..., baseline=BASELINES["laplace"], extrapolated=True)
+Inputs are prepared once, outside the timing; every call returns a fresh output array; each
+case runs once as a warm-up (page faults, thread pools, SIMD dispatch), then the cases are
+*interleaved* with their numpy baseline within each repeat so that machine noise (frequency
+changes, other processes) hits them alike (:func:`dpfast.benchmarks.core.time_calls`); the
+reported time is the median over repeats, with the min and max as spread. The ratio of a case
+is ``baseline time / case time`` for the same number of elements, against a numpy baseline
+measured in the same run ("x faster" when above 1). Other DP libraries, when installed, come
+from :mod:`dpfast.benchmarks.libraries` and are measured after dpfast and numpy.
 """
 import json
 import math
-import os
-import platform
 import statistics
-import time
-from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-try:                                   # optional; written separately, absent on some installs
-    from . import bench_compare
-except ImportError:
-    bench_compare = None
-
-
-class Case(NamedTuple):
-    """One benchmarked call.
-
-    Attributes
-    ----------
-    name : str
-        Label shown in the table, e.g. ``"dp.laplace"`` or ``"numpy Generator.laplace"``.
-    family : str
-        One of :data:`FAMILIES` (``--only`` selects on it).
-    impl : {"dpfast", "numpy", "library"}
-    threads : int
-        Threads the call uses (1 for numpy and most libraries).
-    n : int
-        Elements one call handles: samples, records or candidates.
-    fn : callable
-        Takes no arguments; one timed call.
-    baseline : str or None
-        Name of the numpy case the ratio is taken against; ``None`` for the baselines
-        themselves.
-    extrapolated : bool
-        True when ``n`` is smaller than the run's size (a slow library measured on fewer
-        elements, its per-element numbers taken to hold at the full size).
-    """
-    name: str
-    family: str
-    impl: str
-    threads: int
-    n: int
-    fn: Callable[[], object]
-    baseline: Optional[str] = None
-    extrapolated: bool = False
-
-
-# Family names, in table order.
-FAMILIES = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "histogram",
-            "noisy_counts", "exponential_mechanism", "noisy_max", "randomized_response",
-            "keystream", "floor")
-
-# The numpy baseline of each family: the nearest thing a numpy user would write.
-BASELINES = {
-    "laplace": "numpy Generator.laplace",
-    "discrete_laplace": "numpy Generator.laplace",
-    "gaussian": "numpy Generator.normal",
-    "discrete_gaussian": "numpy Generator.normal",
-    "histogram": "numpy bincount + Generator.laplace",
-    "noisy_counts": "numpy Generator.laplace + add",
-    "exponential_mechanism": "numpy exp/normalise/choice",
-    "noisy_max": "numpy argmax(u + gumbel)",
-    "randomized_response": "numpy where(random < p)",
-    "keystream": "numpy PCG64.random_raw",
-}
+from . import libraries
+from .core import (BASELINES, FAMILIES, Case, check_positive_int, fit_overhead, machine_info,
+                   machine_line, time_calls)
 
 FLOOR_NAME = "floor (keystream + log + store)"
 HISTOGRAM_BINS = 1000
@@ -116,22 +46,16 @@ def _check_families(only):
     return set(only)
 
 
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1. Got {value!r} instead.")
-    return int(value)
-
-
 def _thread_list(threads):
     """``None`` -> [1, default threads] without duplicates, else the validated list."""
-    from .random import default_threads
+    from ..rng import default_threads
     if threads is None:
         threads = [1, default_threads()]
     elif isinstance(threads, (int, np.integer)):
         threads = [threads]
     out = []
     for t in threads:
-        t = _check_positive_int(t, "threads")
+        t = check_positive_int(t, "threads")
         if t not in out:
             out.append(t)
     return out
@@ -158,7 +82,7 @@ def cases(size, threads, only=None):
     """
     import dpfast as dp
 
-    n = _check_positive_int(size, "size")
+    n = check_positive_int(size, "size")
     threads = _thread_list(threads)
     keep = _check_families(only)
     gen = np.random.Generator(np.random.PCG64(2))
@@ -265,52 +189,13 @@ def cases(size, threads, only=None):
 
 
 def _library_cases(size, only, notes):
-    if bench_compare is None:
-        return []
     keep = _check_families(only)
     try:
-        raw = list(bench_compare.cases(size))
+        raw = libraries.cases(size)
     except Exception as exc:   # a broken optional library must not stop the benchmark
         notes.append(f"library comparisons skipped: {type(exc).__name__}: {exc}")
         return []
-    out = []
-    for c in raw:
-        c = Case(**c) if isinstance(c, dict) else Case(*c)
-        if keep is None or c.family in keep:
-            out.append(c)
-    return out
-
-
-def time_calls(fns, repeat):
-    """Seconds per call of each function, measured the way every dpfast benchmark measures.
-
-    Each function is called once as a warm-up (page faults, thread pools, SIMD dispatch);
-    then, ``repeat`` times, each is called once in turn, so that machine noise (frequency
-    changes, other processes) hits all of them alike. ``bench/compare.py`` uses this too,
-    so that its figures and ``dpfast bench``'s differ only by what the machine does.
-
-    Parameters
-    ----------
-    fns : sequence of callable
-        Each takes no arguments.
-    repeat : int
-        Timed rounds.
-
-    Returns
-    -------
-    list of list of float
-        ``repeat`` times in seconds for each function, in the order given.
-    """
-    repeat = _check_positive_int(repeat, "repeat")
-    times = [[] for _ in fns]
-    for fn in fns:
-        fn()
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t0)
-    return times
+    return [c for c in raw if keep is None or c.family in keep]
 
 
 def _measure(todo, repeat):
@@ -355,95 +240,6 @@ def _results(todo, times):
     return rows
 
 
-def machine_info():
-    """CPU, cores, memory, numpy and its SIMD support, dpfast's kernels and threads.
-
-    Returns
-    -------
-    dict
-    """
-    import dpfast as dp
-    from . import _native
-    from .random import default_threads
-
-    cpu = platform.processor() or platform.machine() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            mem_gib = round(int(f.readline().split()[1]) / 2**20, 1)
-    except (OSError, ValueError, IndexError):
-        mem_gib = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem_gib,
-            "python": platform.python_version(), "numpy": np.__version__,
-            "numpy_simd": _numpy_simd(), "dpfast": dp.__version__,
-            "simd": _native.simd_impl(), "threads_available": _native.have_threads(),
-            "default_threads": default_threads()}
-
-
-def _numpy_simd():
-    """The SIMD extensions numpy dispatches to on this CPU; private modules, so guarded."""
-    mod = None
-    for path in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
-        try:
-            mod = __import__(path, fromlist=["_"])
-            break
-        except ImportError:
-            continue
-    try:
-        found = mod.__cpu_features__
-        listed = list(mod.__cpu_baseline__) + list(mod.__cpu_dispatch__)
-        on = [f for f in listed if found.get(f)]
-        return " ".join(on) if on else "none"
-    except AttributeError:
-        return "unknown"
-
-
-def machine_line(m):
-    """One-line description of the dict from :func:`machine_info`."""
-    mem = f"{m['memory_gib']:.0f} GiB" if m["memory_gib"] else "? GiB"
-    return (f"{m['cpu']}, {m['cores']} cores, {mem}; Python {m['python']}, numpy "
-            f"{m['numpy']} (SIMD: {m['numpy_simd']}), dpfast {m['dpfast']} (keystream and "
-            f"samplers {m['simd']}, threads {'on' if m['threads_available'] else 'off'}, "
-            f"default threads {m['default_threads']})")
-
-
-def fit_overhead(sizes, seconds):
-    """Least-squares ``seconds = overhead + n * per_element``, both non-negative.
-
-    Residuals are relative (each divided by its time) so that the small sizes, which carry
-    the overhead, are not drowned by the large ones, which carry the per-element cost.
-
-    Parameters
-    ----------
-    sizes, seconds : sequence of float
-        Elements per call and seconds per call.
-
-    Returns
-    -------
-    (float, float)
-        Fixed overhead per call in seconds and cost per element in seconds.
-    """
-    n = np.asarray(sizes, float)
-    t = np.asarray(seconds, float)
-    w = 1.0 / t
-    a = np.column_stack([w, n * w])
-    overhead, per = np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0]
-    # Measurement noise can push one coefficient below zero; the constrained optimum is then
-    # on that boundary, a one-parameter fit of the other.
-    if overhead < 0:
-        overhead, per = 0.0, np.sum(n * w * w * t) / np.sum((n * w) ** 2)
-    elif per < 0:
-        overhead, per = np.sum(w * w * t) / np.sum(w * w), 0.0
-    return max(float(overhead), 0.0), max(float(per), 0.0)
-
-
 def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repeat=5):
     """Time per call against size and threads, and the fixed-overhead / per-element fit.
 
@@ -464,7 +260,7 @@ def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repe
     """
     import dpfast as dp
 
-    repeat = _check_positive_int(repeat, "repeat")
+    repeat = check_positive_int(repeat, "repeat")
     threads = _thread_list(threads)
     for f in families:
         if f not in SCALING_FAMILIES:
@@ -473,7 +269,7 @@ def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repe
     acct = dp.Accountant()
     rows = []
     for size in sizes:
-        size = _check_positive_int(size, "sizes")
+        size = check_positive_int(size, "sizes")
         todo = []
         u = None
         for f in families:
@@ -483,9 +279,8 @@ def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repe
                 if f == "laplace":
                     fn = (lambda t=t, s=size: dp.laplace(1.0, s, rng=cha, threads=t))
                 else:
-                    fn = (lambda t=t: dp.exponential_mechanism(u, epsilon=1.0,
-                                                               accountant=acct, rng=cha,
-                                                               threads=t))
+                    fn = (lambda t=t, u=u: dp.exponential_mechanism(
+                        u, epsilon=1.0, accountant=acct, rng=cha, threads=t))
                 todo.append(Case(f, f, "dpfast", t, size, fn))
         for c, ts in zip(todo, _measure(todo, repeat)):
             sec = statistics.median(ts)
@@ -657,7 +452,8 @@ def run(size=10**7, threads=None, repeat=7, only=None, quick=False, include_libr
     quick : bool, optional
         A smoke run of seconds: size 10**4, 2 repeats, scaling on 10**3..10**5 only.
     include_libraries : bool, optional
-        Add the cases of ``dpfast.bench_compare`` when that module is present.
+        Add the cases of the other DP libraries that are installed
+        (:mod:`dpfast.benchmarks.libraries`).
     scaling_too : bool, optional
         Also run :func:`scaling` (off by default: the large sizes take time and memory).
 
@@ -667,8 +463,8 @@ def run(size=10**7, threads=None, repeat=7, only=None, quick=False, include_libr
     """
     if quick:
         size, repeat = QUICK_SIZE, QUICK_REPEAT
-    size = _check_positive_int(size, "size")
-    repeat = _check_positive_int(repeat, "repeat")
+    size = check_positive_int(size, "size")
+    repeat = check_positive_int(repeat, "repeat")
     threads = _thread_list(threads)
     notes = []
     todo = cases(size, threads, only)

@@ -5,8 +5,12 @@ charge it *before* they draw any noise; a charge that would exceed the budget ra
 :class:`BudgetExceededError` and changes nothing.
 
 Budget arithmetic is exact: each epsilon and delta is read as the shortest decimal that
-round-trips the float (``0.1`` is one tenth) and summed as a fraction, so ten spends of 0.1
-exhaust a budget of 1.0 exactly and an eleventh fails. (The mechanisms' own floating-point
+round-trips the float (``0.1`` is one tenth), kept as an integer number of units of
+``10**-330`` (every double's shortest decimal is a whole number of them) and summed as
+integers, so ten spends of 0.1 exhaust a budget of 1.0 exactly and an eleventh fails. The
+conversion of each distinct value is cached, so a spend costs a few integer additions under a
+lock. Quantities that come from floating-point formulas (group privacy's delta, the advanced
+composition bound) are rounded *up* to a decimal first. (The mechanisms' own floating-point
 effects are bounded separately; see :func:`dpfast.laplace_privacy_loss`.)
 
 Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy", 3.5):
@@ -25,14 +29,17 @@ import contextvars
 import math
 import numbers
 import threading
-from fractions import Fraction
 from typing import NamedTuple
 
 from . import validation as _v
 
-__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "default_accountant"]
+__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "default_accountant",
+           "resolve_accountant"]
 
-_ZERO = (Fraction(0), Fraction(0))
+# Exact amounts are ints in units of 10**-_K (math.inf for an unlimited budget).
+_K = 330
+_UNIT = 10 ** _K
+_ZERO = (0, 0)
 
 
 class BudgetExceededError(ValueError):
@@ -40,12 +47,64 @@ class BudgetExceededError(ValueError):
 
 
 def _exact(x):
-    """The float as the decimal it prints as, exactly; math.inf stays infinite."""
-    return x if math.isinf(x) else Fraction(repr(float(x)))
+    """A float >= 0 as the decimal it prints as, in units of 10**-_K, exactly (an int);
+    math.inf stays infinite."""
+    if x == math.inf:
+        return math.inf
+    mant, _, exp = repr(x + 0.0).partition("e")
+    whole, _, frac = mant.partition(".")
+    shift = _K + (int(exp) if exp else 0) - len(frac)    # >= 6 for every double
+    return int(whole + frac) * 10 ** shift
+
+
+def _ceil_amount(x):
+    """The least exact amount (a whole number of units of 10**-_K) >= the float x >= 0."""
+    if x == math.inf:
+        return math.inf
+    p, q = x.as_integer_ratio()
+    return -(-p * _UNIT // q)
 
 
 def _float(x):
-    return x if isinstance(x, float) else float(x)
+    """An exact amount as the nearest float (Python's int division rounds correctly)."""
+    if isinstance(x, float):
+        return x
+    try:
+        return x / _UNIT
+    except OverflowError:
+        return math.inf
+
+
+def _add(a, b):
+    """a + b for exact amounts, either of which may be infinite (int + inf would convert the
+    int to a float, which overflows)."""
+    return math.inf if a == math.inf or b == math.inf else a + b
+
+
+def _sub(a, b):
+    """a - b for exact amounts, a possibly infinite, b finite."""
+    return math.inf if a == math.inf else a - b
+
+
+# Conversions of the epsilons and deltas seen so far (a few distinct values in practice),
+# keyed by the float itself; emptied if it ever grows past _CACHE_MAX.
+_eps_cache = {}
+_delta_cache = {}
+_CACHE_MAX = 4096
+
+
+def _amount(value, name, func):
+    """A validated epsilon (a float > 0) or delta (in [0, 1)) as an exact amount."""
+    cache = _eps_cache if name == "epsilon" else _delta_cache
+    if type(value) is float:
+        hit = cache.get(value)
+        if hit is not None:
+            return hit
+    x = _v.check_epsilon(value, func) if name == "epsilon" else _v.check_delta(value, func)
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[x] = amount = _exact(x)
+    return amount
 
 
 def _up(x, ulps=1):
@@ -60,21 +119,21 @@ def _up(x, ulps=1):
     return x
 
 
-def _float_up(x):
-    """The smallest float >= the fraction ``x`` (inf if it is beyond the float range)."""
+def _float_up(x, unit=_UNIT):
+    """The smallest float >= x / unit for an int x >= 0 (inf beyond the float range)."""
     if isinstance(x, float):
         return x
     try:
-        f = float(x)
+        f = x / unit
     except OverflowError:
         return math.inf
-    if math.isfinite(f) and Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
+    p, q = f.as_integer_ratio()
+    return math.nextafter(f, math.inf) if p * unit < x * q else f
 
 
 def _exp_up(x):
-    """An upper bound on exp(x) for a fraction x >= 0, as a float (inf on overflow)."""
+    """An upper bound on exp(x / 10**_K) for an exact amount x >= 0, as a float (inf on
+    overflow)."""
     try:
         return _up(math.exp(_float_up(x)), 2)
     except OverflowError:
@@ -83,36 +142,36 @@ def _exp_up(x):
 
 def _loss_term(eps):
     """Upper bound on eps * (e^eps - 1), the mean privacy loss term of advanced composition,
-    as a Fraction, or None when it is beyond the float range."""
+    as an exact amount, or None when it is beyond the float range."""
     if eps == 0:
-        return Fraction(0)
+        return 0
     x = _float_up(eps)
     try:
         m = _up(math.expm1(x), 2)
     except OverflowError:
         return None
-    if math.isinf(m) or math.isinf(x):
-        return None
-    return Fraction(x) * Fraction(m)
+    (p1, q1), (p2, q2) = x.as_integer_ratio(), m.as_integer_ratio()
+    return -(-p1 * p2 * _UNIT // (q1 * q2))             # x * m, rounded up
 
 
 def _log_inv_up(delta_prime):
-    """Upper bound on ln(1/delta_prime), as a Fraction."""
-    return Fraction(_up(-math.log(delta_prime), 2))
+    """Upper bound on ln(1/delta_prime), as a float."""
+    return _up(-math.log(delta_prime), 2)
 
 
 def _advanced_epsilon(sum_sq, loss, n_inf, log_inv):
     """sqrt(2 ln(1/delta') * sum eps_i^2) + sum eps_i (e^eps_i - 1), rounded up.
 
-    ``sum_sq`` is exact, ``loss`` an exact sum of upper bounds, ``n_inf`` the number of loss
-    terms that overflowed (making the bound infinite).
+    ``sum_sq`` is the exact sum of squares (in units of 10**-2K), ``loss`` an exact sum of
+    upper bounds, ``n_inf`` the number of loss terms that overflowed (making the bound
+    infinite).
     """
     if n_inf:
         return math.inf
     if sum_sq == 0:
         return loss
-    root = _up(math.sqrt(_float_up(2 * log_inv * sum_sq)))
-    return math.inf if math.isinf(root) else Fraction(root) + loss
+    root = _up(math.sqrt(_up(2.0 * log_inv * _float_up(sum_sq, _UNIT * _UNIT))))
+    return math.inf if math.isinf(root) else _ceil_amount(root) + loss
 
 
 class _LedgerFields(NamedTuple):
@@ -288,7 +347,7 @@ class Accountant:
     >>> acct.spend(0.1)
     Traceback (most recent call last):
     ...
-    dpfast.accountant.BudgetExceededError: ...
+    dpfast.accounting.BudgetExceededError: ...
 
     Groups of three records cost three times as much:
 
@@ -345,10 +404,12 @@ class Accountant:
         self._units = []
         # Running sums for composition="advanced": sum eps_i^2 (exact), sum of the loss terms
         # (exact sum of upper bounds) and how many loss terms overflowed.
-        self._sum_sq = Fraction(0)
-        self._loss = Fraction(0)
+        self._sum_sq = 0
+        self._loss = 0
         self._n_inf = 0
         self._n_blocks = 0
+        # Neither groups nor advanced composition: spends outside blocks take a short path.
+        self._simple = self._k == 1 and self._delta_prime is None
         self._lock = threading.Lock()
 
     # -- queries ---------------------------------------------------------------------
@@ -391,16 +452,18 @@ class Accountant:
     def _remaining(self):
         eps, dlt = self._reported_exact()
         if eps is not self._spent[0]:
-            # Subtract the rounded-up advanced epsilon that `spent` shows, so that
-            # spent + remaining is the budget and remaining is never overstated.
-            eps = Fraction(_float_up(eps))
-        return (_float(self._budget[0] - eps), _float(self._budget[1] - dlt))
+            # Subtract (a decimal just above) the rounded-up advanced epsilon that `spent`
+            # shows, so that remaining is never overstated.
+            eps = _ceil_amount(_float_up(eps))
+        return (_float(_sub(self._budget[0], eps)), _float(_sub(self._budget[1], dlt)))
 
     @property
     def ledger(self):
         """List of :class:`LedgerEntry` (epsilon, delta, label) for every spend, in order."""
         with self._lock:
-            return list(self._ledger)
+            records = list(self._ledger)
+        return [LedgerEntry(float(e), float(d), label, path, (_float(inc[0]), _float(inc[1])))
+                for e, d, label, path, inc in records]
 
     def __len__(self):
         with self._lock:
@@ -422,7 +485,7 @@ class Accountant:
         return eps <= self._budget[0] and dlt <= self._budget[1]
 
     def _reported_exact(self):
-        """Spent, as exact values (a Fraction or inf each); call with the lock held."""
+        """Spent, as exact amounts (an int or inf each); call with the lock held."""
         if self._delta_prime is not None and self._units:
             adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._spent[1])
             if adv[0] < self._spent[0] and self._within(*adv):
@@ -481,7 +544,7 @@ class Accountant:
         with self._lock:
             units = list(self._units)
             basic_delta = self._spent[1]
-        sum_sq, loss, n_inf = Fraction(0), Fraction(0), 0
+        sum_sq, loss, n_inf = 0, 0, 0
         for e, _ in units:
             sum_sq += e * e
             term = _loss_term(e)
@@ -586,7 +649,10 @@ class Accountant:
         if dlt == 0:
             return (k * eps, dlt)
         grow = _exp_up((k - 1) * eps)
-        return (k * eps, math.inf if math.isinf(grow) else k * Fraction(grow) * dlt)
+        if grow == math.inf:
+            return (k * eps, math.inf)
+        p, q = grow.as_integer_ratio()
+        return (k * eps, -(-k * p * dlt // q))          # k * grow * delta, rounded up
 
     def _plan(self, e, d):
         """What a spend of (e, d) here would change; call with the lock held.
@@ -615,7 +681,7 @@ class Accountant:
         new = self._group(new_child)
         # Rounding up makes the group delta only nearly monotone; never let a charge shrink.
         new = (max(old[0], new[0]), max(old[1], new[1]))
-        increase = (new[0] - old[0], new[1] - old[1])
+        increase = (new[0] - old[0], _sub(new[1], old[1]))
         return updates, root, old, new, increase
 
     def _advanced_sums(self, old, new):
@@ -631,7 +697,7 @@ class Accountant:
 
     def _fits_plan(self, old, new, increase):
         """Whether the planned state is within budget; call with the lock held."""
-        total = (self._spent[0] + increase[0], self._spent[1] + increase[1])
+        total = (self._spent[0] + increase[0], _add(self._spent[1], increase[1]))
         if self._within(*total):
             return True
         if self._delta_prime is None:
@@ -653,8 +719,8 @@ class Accountant:
         >>> acct.check(0.25), acct.check(0.5)
         (True, False)
         """
-        e = _exact(_v.check_epsilon(epsilon, "Accountant.check"))
-        d = _exact(_v.check_delta(delta, "Accountant.check"))
+        e = _amount(epsilon, "epsilon", "Accountant.check")
+        d = _amount(delta, "delta", "Accountant.check")
         with self._lock:
             _, _, old, new, increase = self._plan(e, d)
             return self._fits_plan(old, new, increase)
@@ -672,43 +738,67 @@ class Accountant:
         TypeError, ValueError
             If epsilon or delta is not a valid privacy parameter.
         """
-        e = _exact(_v.check_epsilon(epsilon, "Accountant.spend"))
-        d = _exact(_v.check_delta(delta, "Accountant.spend"))
-        with self._lock:
-            updates, root, old, new, increase = self._plan(e, d)
-            if not self._fits_plan(old, new, increase):
-                rem_e, rem_d = self._remaining()
-                how = ""
-                if self._k != 1 or updates:
-                    how = (f" (charged as an increase of (epsilon={_float_up(increase[0])!r}, "
-                           f"delta={_float_up(increase[1])!r})"
-                           + (f" for groups of {self._k}" if self._k != 1 else "")
-                           + (" inside a parallel block" if updates else "") + ")")
-                raise BudgetExceededError(
-                    f"Privacy budget exceeded: spending (epsilon={float(epsilon)!r}, "
-                    f"delta={float(delta)!r}){how} needs more than the remaining "
-                    f"(epsilon={rem_e!r}, delta={rem_d!r}) of a budget of "
-                    f"(epsilon={self.epsilon!r}, delta={self.delta!r}). Nothing was spent; "
-                    "use a smaller epsilon/delta or a new Accountant with a larger budget.")
-            # Commit: nothing above has changed any state.
-            if self._delta_prime is not None:
-                self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
-            for block, cost in updates:
-                block._cost = cost
-            if root is None:
-                self._units.append(new)
+        # The cache lookups of _amount, inlined: a spend is on every release's path.
+        e = _eps_cache.get(epsilon) if type(epsilon) is float else None
+        if e is None:
+            e = _amount(epsilon, "epsilon", "Accountant.spend")
+        d = _delta_cache.get(delta) if type(delta) is float else None
+        if d is None:
+            d = _amount(delta, "delta", "Accountant.spend")
+        # Groups of one, basic composition and no parallel block open: the charge is (e, d).
+        simple = self._simple and not _blocks.get()
+        # acquire/release rather than `with`: a third of the cost of a spend otherwise.
+        self._lock.acquire()
+        try:
+            if simple:
+                charge = (e, d)
+                total = (self._spent[0] + e, self._spent[1] + d)
+                if total[0] > self._budget[0] or total[1] > self._budget[1]:
+                    raise self._refusal(epsilon, delta, charge, False)
+                self._units.append(charge)
+                path = ()
             else:
-                if root._unit is None:
-                    root._unit = len(self._units)
+                updates, root, old, new, charge = self._plan(e, d)
+                if not self._fits_plan(old, new, charge):
+                    raise self._refusal(epsilon, delta, charge, bool(updates))
+                # Commit: nothing above has changed any state.
+                if self._delta_prime is not None:
+                    self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
+                for block, cost in updates:
+                    block._cost = cost
+                if root is None:
                     self._units.append(new)
                 else:
-                    self._units[root._unit] = new
-                root._charged = new
-            self._spent = (self._spent[0] + increase[0], self._spent[1] + increase[1])
-            self._ledger.append(LedgerEntry(
-                float(epsilon), float(delta), label,
-                updates[0][0]._path if updates else (),
-                (_float(increase[0]), _float(increase[1]))))
+                    if root._unit is None:
+                        root._unit = len(self._units)
+                        self._units.append(new)
+                    else:
+                        self._units[root._unit] = new
+                    root._charged = new
+                total = (self._spent[0] + charge[0], self._spent[1] + charge[1])
+                path = updates[0][0]._path if updates else ()
+            self._spent = total
+            # Recorded raw (epsilon and delta as given, validated); `ledger` makes the
+            # LedgerEntry objects when asked.
+            self._ledger.append((epsilon, delta, label, path, charge))
+        finally:
+            self._lock.release()
+
+    def _refusal(self, epsilon, delta, charge, in_block):
+        """The error for a spend that does not fit; call with the lock held."""
+        rem_e, rem_d = self._remaining()
+        how = ""
+        if self._k != 1 or in_block:
+            how = (f" (charged as an increase of (epsilon={_float_up(charge[0])!r}, "
+                   f"delta={_float_up(charge[1])!r})"
+                   + (f" for groups of {self._k}" if self._k != 1 else "")
+                   + (" inside a parallel block" if in_block else "") + ")")
+        return BudgetExceededError(
+            f"Privacy budget exceeded: spending (epsilon={float(epsilon)!r}, "
+            f"delta={float(delta)!r}){how} needs more than the remaining "
+            f"(epsilon={rem_e!r}, delta={rem_d!r}) of a budget of "
+            f"(epsilon={self.epsilon!r}, delta={self.delta!r}). Nothing was spent; "
+            "use a smaller epsilon/delta or a new Accountant with a larger budget.")
 
     # -- default-accountant context --------------------------------------------------
     def __enter__(self):

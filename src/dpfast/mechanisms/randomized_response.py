@@ -49,11 +49,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import noise as _noise
-from . import random as _random
-from . import validation as _v
-from .accountant import resolve_accountant
-from .histograms import _category_codes
+from .. import _native
+from .. import validation as _v
+from .._release import release
 
 __all__ = [
     "randomized_response",
@@ -115,7 +113,7 @@ def rr_epsilon(p):
     --------
     >>> import math
     >>> import dpfast as dp
-    >>> from dpfast.randomized import rr_epsilon
+    >>> from dpfast import rr_epsilon
     >>> math.isclose(rr_epsilon(0.5), math.log(3), rel_tol=1e-15)
     True
     >>> math.isclose(rr_epsilon(0.8), math.log(21), rel_tol=1e-14)
@@ -185,7 +183,7 @@ def rr_response_probabilities(*, p=None, epsilon=None):
 
     Examples
     --------
-    >>> from dpfast.randomized import rr_response_probabilities
+    >>> from dpfast import rr_response_probabilities
     >>> rr_response_probabilities(p=0.5)
     (0.25, 0.75)
     """
@@ -215,7 +213,7 @@ def rr_categorical_probabilities(k, *, epsilon):
 
     Examples
     --------
-    >>> from dpfast.randomized import rr_categorical_probabilities
+    >>> from dpfast import rr_categorical_probabilities
     >>> q, r = rr_categorical_probabilities(4, epsilon=1.0)
     >>> round(q, 6), round(r, 6)
     (0.475367, 0.174878)
@@ -316,32 +314,34 @@ def randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None
     """
     func = "randomized_response"
     _, _, _, charge, t = _scheme(p, epsilon, func)
-    two_coin = p is not None
     data = _check_bits(bits, func)
-    acct = resolve_accountant(accountant, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
+    out = np.empty_like(data)               # a MemoryError here costs no budget
+    release(func, accountant, charge, 0.0, rng, threads, data.size, _binary_coins,
+            data.reshape(-1), out.reshape(-1), t, p is not None)
+    return out if out.ndim else int(out)
 
-    flat = data.reshape(-1)
-    out = np.empty_like(flat)               # a MemoryError here costs no budget
-    acct.spend(charge, 0.0, label=func)
-    for start in range(0, flat.size, _CHUNK):
-        b = flat[start:start + _CHUNK]
-        u = _noise.uniform(b.size, rng=bitgen, threads=nthreads)
+
+def _uniforms(gen, threads, n):
+    """n full-precision uniforms from one kernel call (a fresh key from gen)."""
+    return _native.fill_uniform(gen, threads, np.empty(n))
+
+
+def _binary_coins(gen, threads, bits, out, t, two_coin):
+    """The responses of randomized_response into out, _CHUNK respondents at a time: a
+    first coin U < t for each; with two coins, a second coin for those whose first failed."""
+    for start in range(0, bits.size, _CHUNK):
+        b = bits[start:start + _CHUNK]
+        u = _uniforms(gen, threads, b.size)
         if two_coin:
             # First coin: truth with probability p. Only the others need the second coin,
             # so draw it for them alone (a fifth of the respondents at p = 0.8).
             o = b.copy()
             lie = np.flatnonzero(u >= t)
-            second = _noise.uniform(lie.size, rng=bitgen, threads=nthreads)
-            o[lie] = second < t
+            o[lie] = _uniforms(gen, threads, lie.size) < t
         else:
             # Flip when the keep coin fails: XOR with the failure indicator.
             o = b ^ (u >= t).view(np.uint8)
         out[start:start + b.size] = o
-    if data.ndim == 0:
-        return int(out[0])
-    return out.reshape(data.shape)
 
 
 def randomized_response_categorical(values, categories, *, epsilon, accountant=None,
@@ -386,7 +386,7 @@ def randomized_response_categorical(values, categories, *, epsilon, accountant=N
     Examples
     --------
     >>> import dpfast as dp
-    >>> from dpfast.randomized import randomized_response_categorical
+    >>> from dpfast import randomized_response_categorical
     >>> acct = dp.Accountant()
     >>> codes = randomized_response_categorical(["a", "c", "b", "a"], ["a", "b", "c"],
     ...                                         epsilon=1.0, accountant=acct, rng=5)
@@ -419,7 +419,7 @@ def randomized_response_categorical(values, categories, *, epsilon, accountant=N
         codes = np.asarray(arr, dtype=np.int64).reshape(-1).copy()
         codes[(codes < 0) | (codes >= k)] = -1
     else:
-        codes = _category_codes(values, cats, func)
+        codes = _v.category_codes(values, cats, func)
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         raise ValueError(f"The 'values' parameter of {func} must contain only values in "
@@ -428,24 +428,26 @@ def randomized_response_categorical(values, categories, *, epsilon, accountant=N
     shape = np.shape(values)
     if math.prod(shape) != codes.size:      # e.g. a pandas Categorical: keep it flat
         shape = codes.shape
-    acct = resolve_accountant(accountant, func)
-    bitgen = _random.resolve_rng(rng, func)
-    nthreads = _random.resolve_threads(threads, func)
     q = _keep_probability(eps, k)
-
     out = np.empty_like(codes)
-    acct.spend(eps, 0.0, label=func)
-    gen = np.random.Generator(bitgen)       # exact integers from the same ChaCha20 stream
+    release(func, accountant, eps, 0.0, rng, threads, codes.size, _categorical_coins, codes,
+            out, q, k)
+    return out.reshape(shape)
+
+
+def _categorical_coins(gen, threads, codes, out, q, k):
+    """The responses of randomized_response_categorical into out, _CHUNK at a time: keep the
+    code when U < q, else report one of the other k - 1 uniformly."""
+    integers = np.random.Generator(gen).integers    # exact, from the same ChaCha20 stream
     for start in range(0, codes.size, _CHUNK):
         c = codes[start:start + _CHUNK]
-        u = _noise.uniform(c.size, rng=bitgen, threads=nthreads)
+        u = _uniforms(gen, threads, c.size)
         o = c.copy()
         lie = np.flatnonzero(u >= q)
         # j uniform in 0..k-2, skipping the true category: uniform over the other k - 1.
-        j = gen.integers(0, k - 1, size=lie.size, dtype=np.int64)
+        j = integers(0, k - 1, size=lie.size, dtype=np.int64)
         o[lie] = j + (j >= c[lie])
         out[start:start + c.size] = o
-    return out.reshape(shape)
 
 
 # -- estimators ------------------------------------------------------------------------------
@@ -474,7 +476,7 @@ def rr_estimate_proportion(noisy_bits, *, p=None, epsilon=None):
     Examples
     --------
     >>> import dpfast as dp
-    >>> from dpfast.randomized import rr_estimate_proportion
+    >>> from dpfast import rr_estimate_proportion
     >>> truth = [1] * 3000 + [0] * 7000
     >>> noisy = dp.randomized_response(truth, epsilon=1.0, accountant=dp.Accountant(),
     ...                                rng=11)
@@ -523,7 +525,7 @@ def rr_proportion_variance(proportion, n, *, p=None, epsilon=None):
 
     Examples
     --------
-    >>> from dpfast.randomized import rr_proportion_variance
+    >>> from dpfast import rr_proportion_variance
     >>> round(rr_proportion_variance(0.5, 1000, p=0.5), 8)
     0.00075
     """
@@ -570,8 +572,7 @@ def rr_estimate_counts(noisy_codes, k, *, epsilon, covariance=False):
     --------
     >>> import numpy as np
     >>> import dpfast as dp
-    >>> from dpfast.randomized import (randomized_response_categorical,
-    ...                                         rr_estimate_counts)
+    >>> from dpfast import randomized_response_categorical, rr_estimate_counts
     >>> truth = np.repeat([0, 1, 2], [5000, 3000, 2000])
     >>> codes = randomized_response_categorical(truth, 3, epsilon=2.0,
     ...                                         accountant=dp.Accountant(), rng=2)

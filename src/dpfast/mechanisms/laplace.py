@@ -1,0 +1,206 @@
+"""The Laplace family: the Laplace mechanism, its accuracy and its certified privacy loss.
+
+``laplace_mechanism`` adds Laplace noise of scale ``sensitivity / epsilon`` to each coordinate
+(Dwork & Roth, Theorem 3.6): discrete Laplace noise to integer data, exact-grid noise to
+float data (see :mod:`dpfast.samplers` for the floating-point-safe sampler).
+``max_error_bound`` is the accuracy of such a release over k coordinates (Theorem 3.8, and
+its exact form for discrete noise); ``laplace_privacy_loss`` is the privacy loss it certifies,
+floating-point error included.
+"""
+import math
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..samplers import MAX_DISCRETE_SCALE, eta, laplace_grid
+
+__all__ = ["laplace_mechanism", "laplace_privacy_loss", "max_error_bound"]
+
+# Integer inputs are released as value + K in int64 without overflow while |value| <= 2^62
+# (|K| < 2^51).
+_MAX_INT_VALUE = 2**62
+
+
+def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
+                      threads=None):
+    """laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None, threads=None)
+
+    Release ``value`` with Laplace noise of scale ``sensitivity / epsilon`` per coordinate.
+
+    Parameters
+    ----------
+    value : int, float or array_like of them
+        The true query answer(s). Integer data (Python ints, numpy integer arrays) gets
+        discrete Laplace noise and an int64 result; floating data is rounded to the grid
+        ``g = laplace_granularity(sensitivity/epsilon)`` and gets grid Laplace noise, so the
+        result is a multiple of ``g`` whatever the input's low bits.
+    sensitivity : float
+        L1 sensitivity of the query (over all coordinates together), > 0.
+    epsilon : float
+        Privacy parameter, > 0; charged to the accountant before any noise is drawn.
+    accountant : Accountant, optional
+        Charged ``epsilon``; default :func:`dpfast.default_accountant`.
+    rng : None, ChaCha20 or numpy.random.Generator over ChaCha20, or an int seed, optional
+        ``None`` (the default, for real releases) draws from an OS-keyed generator. A seed
+        makes the noise reproducible: two releases with the same seed carry the *same* noise,
+        and their difference reveals the change in the data. Seeds are for tests only.
+    threads : int, optional
+        Threads for large inputs (default ``OMP_NUM_THREADS``); the output for a given
+        generator state does not depend on it.
+
+    Returns
+    -------
+    int, float or ndarray
+        Same shape as ``value``; int64 for integer data, float64 otherwise.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For any invalid argument (NaN/inf data, epsilon <= 0, negative sensitivity, boolean
+        or object data, ...), before anything is charged or drawn.
+    BudgetExceededError
+        If the accountant cannot afford epsilon; nothing is drawn.
+
+    Notes
+    -----
+    epsilon-differentially private up to the floating-point term of
+    :func:`laplace_privacy_loss` (below 2.4e-7 for float data; for integer data it depends on
+    the scale, e.g. 7e-12 at scale 1000). Float inputs must satisfy ``|value| <= 2**52 g`` so
+    that grid arithmetic is exact.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> noisy = dp.laplace_mechanism(6460, sensitivity=1, epsilon=0.5, accountant=acct, rng=0)
+    >>> isinstance(noisy, int), acct.spent
+    (True, (0.5, 0.0))
+    """
+    func = "laplace_mechanism"
+    d = _v.check_sensitivity(sensitivity, func)
+    eps = _v.check_epsilon(epsilon, func)
+    data, is_int = _v.check_data(value, "value", func)
+    if is_int:
+        t = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
+        _check_magnitude(data, _MAX_INT_VALUE, "2**62", func)
+        out = np.empty(data.shape, dtype=np.int64)
+        release(func, accountant, eps, 0.0, rng, threads, out.size,
+                _native.fill_discrete_laplace, out, t, data)
+    else:
+        g, t = laplace_grid(_v.check_mechanism_scale(d, eps, func))
+        limit = 2.0**52 * g
+        _check_magnitude(data, limit, f"{limit:g} (2**52 grid steps at scale {d / eps:g}, "
+                         "for exact grid arithmetic)", func)
+        out = np.empty(data.shape, dtype=np.float64)
+        release(func, accountant, eps, 0.0, rng, threads, out.size, _native.fill_laplace,
+                out, t, g, data)
+    return out if out.ndim else out.item()
+
+
+def _check_magnitude(data, limit, limit_text, func):
+    """ValueError naming the first entry with |entry| > limit (min/max, so that int64's
+    most negative value, whose abs overflows, is caught too)."""
+    if not data.size:
+        return
+    lo, hi = (data.item(),) * 2 if data.size == 1 else (data.min().item(), data.max().item())
+    if lo < -limit or hi > limit:
+        bad = lo if lo < -limit else hi
+        raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit_text}. "
+                         f"Got {bad!r} instead.")
+
+
+def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
+    """laplace_privacy_loss(scale, sensitivity, *, discrete=False)
+
+    Certified privacy loss epsilon' of adding dpfast's Laplace noise of ``scale`` to a query
+    of L1 ``sensitivity``, including grid rounding and floating-point error.
+
+    For the grid mechanism (``discrete=False``): ``(floor(D/g) + 1) g/b + eta(b/g)``;
+    for integer queries with discrete noise: ``floor(D)/b + eta(b)``; ``eta`` as in the
+    module documentation.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> eps_prime = dp.laplace_privacy_loss(10.0, 1.0)
+    >>> 0.1 < eps_prime < 0.1 + 2.4e-7
+    True
+    """
+    func = "laplace_privacy_loss"
+    d = _v.check_sensitivity(sensitivity, func)
+    if _v.check_bool(discrete, "discrete", func):
+        t = _v.check_scale(scale, func, high=MAX_DISCRETE_SCALE)
+        return math.floor(d) / t + eta(t)
+    b = _v.check_scale(scale, func)
+    g, t = laplace_grid(b)
+    # Round-half-to-even can put inputs D apart floor(D/g) + 1 cells apart.
+    return (math.floor(d / g) + 1) / t + eta(t)
+
+
+def max_error_bound(k, *, epsilon, sensitivity=1.0, beta=0.05, discrete=True):
+    """max_error_bound(k, *, epsilon, sensitivity=1.0, beta=0.05, discrete=True)
+
+    A bound that the largest error over ``k`` released cells stays within, with probability
+    at least ``1 - beta``.
+
+    Parameters
+    ----------
+    k : int
+        Number of cells (coordinates) released, >= 1.
+    epsilon : float
+        Privacy parameter of the release.
+    sensitivity : float, optional
+        L1 sensitivity of the released vector (1 for a histogram).
+    beta : float, optional
+        Failure probability, in (0, 1).
+    discrete : bool, optional
+        ``True`` (default) for integer releases with discrete Laplace noise of scale
+        ``sensitivity/epsilon``: the bound is the exact quantile, the smallest integer ``j``
+        with ``P[max_i |K_i| > j] <= beta``. ``False`` for continuous Laplace noise: the
+        bound ``ln(k/beta) * sensitivity / epsilon`` of Dwork & Roth, Theorem 3.8.
+
+    Returns
+    -------
+    float or int
+
+    Notes
+    -----
+    Cells get independent noise, so ``P[max |K_i| > j] = 1 - (1 - P[|K| > j])**k``, and for
+    discrete Laplace with ``a = exp(-epsilon/sensitivity)``, ``P[|K| > j] = 2 a**(j+1)/(1+a)``.
+    The bound describes the noise only: post-processing (clipping, consistency) changes it.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> dp.max_error_bound(10_000, epsilon=1.0)
+    12
+    >>> round(dp.max_error_bound(10_000, epsilon=1.0, discrete=False), 3)
+    12.206
+    """
+    func = "max_error_bound"
+    if isinstance(k, bool) or not isinstance(k, int) and not hasattr(k, "__index__"):
+        raise TypeError(f"The 'k' parameter of {func} must be an int >= 1. Got {k!r} instead.")
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"The 'k' parameter of {func} must be an int >= 1. Got {k!r} instead.")
+    eps = _v.check_epsilon(epsilon, func)
+    d = _v.check_sensitivity(sensitivity, func)
+    b = _v.check_real(beta, "beta", func, low=0.0, high=1.0)
+    if not _v.check_bool(discrete, "discrete", func):
+        return math.log(k / b) * d / eps
+    # Per-cell tail probability that keeps the maximum within the bound w.p. 1 - beta.
+    q = -math.expm1(math.log1p(-b) / k)
+    log_a = -eps / d
+    a = math.exp(log_a)
+    # Smallest j with 2 a^(j+1) / (1 + a) <= q.
+    j = math.ceil((math.log(q) + math.log1p(a) - math.log(2.0)) / log_a) - 1
+    j = max(j, 0)
+    # Guard the ceil against rounding in the logarithms.
+    tail = lambda m: 2.0 * math.exp(log_a * (m + 1)) / (1.0 + a)
+    while j > 0 and tail(j - 1) <= q:
+        j -= 1
+    while tail(j) > q:
+        j += 1
+    return j
