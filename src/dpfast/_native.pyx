@@ -177,6 +177,10 @@ cdef extern from "counting.h":
         int atomic
     void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind) nogil
     void dpf_count_block(void *task, int64_t block, int slot) noexcept nogil
+    void dpf_range_f64(const double *x, size_t n, double *lo, double *hi) nogil
+    void dpf_range_f32(const float *x, size_t n, double *lo, double *hi) nogil
+    void dpf_range_i64(const int64_t *x, size_t n, int64_t *lo, int64_t *hi) nogil
+    void dpf_range_i32(const int32_t *x, size_t n, int64_t *lo, int64_t *hi) nogil
 
 CHUNK = DPF_CHUNK
 MAX_EXTRA_WORDS = DPF_MAX_EXTRA_WORDS
@@ -374,8 +378,12 @@ cdef class ChaCha20(BitGenerator):
         as its low and high 32-bit halves."""
         cdef uint64_t w[4]
         cdef int i
-        with self.lock:
+        lock = self.lock
+        lock.acquire()              # not `with`: this is on every release's path
+        try:
             dpf_chacha_fill(self.rng_state, w, 4)
+        finally:
+            lock.release()
         for i in range(4):
             key[2 * i] = <uint32_t>w[i]
             key[2 * i + 1] = <uint32_t>(w[i] >> 32)
@@ -523,22 +531,24 @@ cdef void _run(dpf_chunk_fn fn, void *task, int64_t nchunks, int threads, int64_
         dpf_run(fn, task, nchunks, threads)
 
 
-cdef void *_data(cnp.ndarray arr, object dtype, int64_t n, str name,
+cdef void *_data(cnp.ndarray arr, int typenum, int64_t n, str name,
                  bint writeable=False) except NULL:
-    """The data of a C-contiguous array of `dtype` in native byte order with n elements
-    (writeable if asked). The Python layer has checked all this before charging; this is a
-    last guard against a programming error, before any randomness is drawn."""
-    if arr.dtype != dtype or not arr.flags.c_contiguous or arr.size != n \
-            or not arr.dtype.isnative or (writeable and not arr.flags.writeable):
-        raise ValueError(f"{name}: expected a C-contiguous native {np.dtype(dtype).name} array "
+    """The data of a C-contiguous array of type `typenum` in native byte order with n
+    elements (writeable if asked). The Python layer has checked all this before charging;
+    this is a last guard against a programming error, before any randomness is drawn."""
+    if cnp.PyArray_TYPE(arr) != typenum or not cnp.PyArray_IS_C_CONTIGUOUS(arr) \
+            or cnp.PyArray_SIZE(arr) != n or not cnp.PyArray_ISNOTSWAPPED(arr) \
+            or (writeable and not cnp.PyArray_ISWRITEABLE(arr)):
+        raise ValueError(f"{name}: expected a C-contiguous native "
+                         f"{np.dtype(cnp.PyArray_TypeObjectFromType(typenum)).name} array "
                          f"of {n} elements{' (writeable)' if writeable else ''}")
     return cnp.PyArray_DATA(arr)
 
 
-cdef _fill(object source, dpf_fill_task *task, cnp.ndarray out, object dtype, object base,
+cdef _fill(object source, dpf_fill_task *task, cnp.ndarray out, int dtype, object base,
            int threads, uint64_t chunk0):
     """Point the task at out and base, draw its key, run it."""
-    task.n = out.size
+    task.n = cnp.PyArray_SIZE(out)
     task.out = _data(out, dtype, task.n, "out", True)
     task.base = _data(base, dtype, task.n, "base") if base is not None else NULL
     task.chunk0 = chunk0
@@ -559,7 +569,7 @@ cdef dpf_fill_task _fill_task(int mode, double t, double g):
 def fill_uniform(source, int threads, cnp.ndarray out not None, uint64_t chunk0=0):
     """Full-precision uniforms on (0, 1) into the float64 array out."""
     cdef dpf_fill_task task = _fill_task(DPF_MODE_UNIFORM, 1.0, 1.0)
-    return _fill(source, &task, out, np.float64, None, threads, chunk0)
+    return _fill(source, &task, out, cnp.NPY_FLOAT64, None, threads, chunk0)
 
 
 def fill_discrete_laplace(source, int threads, cnp.ndarray out not None, double t,
@@ -568,11 +578,11 @@ def fill_discrete_laplace(source, int threads, cnp.ndarray out not None, double 
     (an int32 sum is computed in int64 and narrowed: the caller keeps it in range), base of
     the same type, None, or out itself."""
     cdef dpf_fill_task task
-    if out.dtype == np.int32:
+    if cnp.PyArray_TYPE(out) == cnp.NPY_INT32:
         task = _fill_task(DPF_MODE_DLAP_I32, t, 1.0)
-        return _fill(source, &task, out, np.int32, base, threads, chunk0)
+        return _fill(source, &task, out, cnp.NPY_INT32, base, threads, chunk0)
     task = _fill_task(DPF_MODE_DLAP_INT, t, 1.0)
-    return _fill(source, &task, out, np.int64, base, threads, chunk0)
+    return _fill(source, &task, out, cnp.NPY_INT64, base, threads, chunk0)
 
 
 def fill_laplace(source, int threads, cnp.ndarray out not None, double t, double g,
@@ -580,7 +590,7 @@ def fill_laplace(source, int threads, cnp.ndarray out not None, double t, double
     """out[i] = (rint(base[i]/g) + K_i) * g (float64; base None or out itself allowed), g a
     power of two and K_i two-sided geometric with parameter t."""
     cdef dpf_fill_task task = _fill_task(DPF_MODE_DLAP_GRID, t, g)
-    return _fill(source, &task, out, np.float64, base, threads, chunk0)
+    return _fill(source, &task, out, cnp.NPY_FLOAT64, base, threads, chunk0)
 
 
 cdef object _fill_one(object source, int mode, double t, double g, const void *base):
@@ -621,7 +631,7 @@ def laplace_scalar(source, int threads, double t, double g, object base=None):
     return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, &b)
 
 
-cdef _dgauss(object source, cnp.ndarray out, object dtype, double sigma, int grid, double g,
+cdef _dgauss(object source, cnp.ndarray out, int dtype, double sigma, int grid, double g,
              object base, int threads, uint64_t chunk0):
     cdef dpf_dgauss_task task
     dpf_dgauss_params(&task, sigma)
@@ -629,7 +639,7 @@ cdef _dgauss(object source, cnp.ndarray out, object dtype, double sigma, int gri
     task.g = g
     task.ginv = 1.0 / g
     task.chunk0 = chunk0
-    task.n = out.size
+    task.n = cnp.PyArray_SIZE(out)
     task.out = _data(out, dtype, task.n, "out", True)
     task.base = _data(base, dtype, task.n, "base") if base is not None else NULL
     _load_key(source, task.key)
@@ -641,14 +651,14 @@ def fill_discrete_gaussian(source, int threads, cnp.ndarray out not None, double
                            object base=None, uint64_t chunk0=0):
     """out[i] = base[i] + Z_i (int64; base None or out itself allowed), Z_i discrete
     Gaussian with parameter sigma (P[Z = z] proportional to exp(-z^2 / (2 sigma^2)))."""
-    return _dgauss(source, out, np.int64, sigma, 0, 1.0, base, threads, chunk0)
+    return _dgauss(source, out, cnp.NPY_INT64, sigma, 0, 1.0, base, threads, chunk0)
 
 
 def fill_gaussian(source, int threads, cnp.ndarray out not None, double sigma_cells, double g,
                   object base=None, uint64_t chunk0=0):
     """out[i] = (rint(base[i]/g) + Z_i) * g (float64), Z_i discrete Gaussian with parameter
     sigma_cells (the Gaussian's sigma in grid steps), g a power of two."""
-    return _dgauss(source, out, np.float64, sigma_cells, 1, g, base, threads, chunk0)
+    return _dgauss(source, out, cnp.NPY_FLOAT64, sigma_cells, 1, g, base, threads, chunk0)
 
 
 # -- selection kernels --------------------------------------------------------------------
@@ -894,7 +904,7 @@ def count_nd(cnp.ndarray sample not None, list edges, list kinds, int threads):
 def count_codes(cnp.ndarray codes not None, int64_t ncells, int threads):
     """Counts of the int64 codes in [0, ncells); other codes are not counted."""
     cdef dpf_count_task task
-    task.data = _data(codes, np.int64, codes.size, "codes")
+    task.data = _data(codes, cnp.NPY_INT64, codes.size, "codes")
     task.rtype = DPF_REC_CODES
     task.n = codes.size
     task.d = 1
@@ -902,6 +912,40 @@ def count_codes(cnp.ndarray codes not None, int64_t ncells, int threads):
     task.strides = NULL
     task.ncells = ncells
     return _count(&task, threads)
+
+
+cdef void _range(int t, const void *p, size_t n, int64_t *ilo, int64_t *ihi, double *flo,
+                 double *fhi) noexcept nogil:
+    if t == cnp.NPY_INT64:
+        dpf_range_i64(<const int64_t *>p, n, ilo, ihi)
+    elif t == cnp.NPY_INT32:
+        dpf_range_i32(<const int32_t *>p, n, ilo, ihi)
+    elif t == cnp.NPY_FLOAT64:
+        dpf_range_f64(<const double *>p, n, flo, fhi)
+    else:
+        dpf_range_f32(<const float *>p, n, flo, fhi)
+
+
+def value_range(cnp.ndarray x not None):
+    """(smallest, largest) element of a C-contiguous native float64, float32, int64 or int32
+    array with at least one element, in one pass: Python ints for integer arrays, floats
+    (both NaN if any element is NaN) for floating ones. None for other arrays."""
+    cdef int64_t ilo = 0, ihi = 0
+    cdef double flo = 0.0, fhi = 0.0
+    cdef size_t n = cnp.PyArray_SIZE(x)
+    cdef const void *p = cnp.PyArray_DATA(x)
+    cdef int t = cnp.PyArray_TYPE(x)
+    if n == 0 or not cnp.PyArray_IS_C_CONTIGUOUS(x) or not cnp.PyArray_ISNOTSWAPPED(x) \
+            or t not in (cnp.NPY_INT64, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_FLOAT32):
+        return None
+    if n > 1 << 16:
+        with nogil:
+            _range(t, p, n, &ilo, &ihi, &flo, &fhi)
+    else:
+        _range(t, p, n, &ilo, &ihi, &flo, &fhi)
+    if t == cnp.NPY_INT64 or t == cnp.NPY_INT32:
+        return ilo, ihi
+    return flo, fhi
 
 
 # -- test shims -----------------------------------------------------------------------------

@@ -247,7 +247,7 @@ class _Block:
         self._cost = _ZERO
         # For an outermost block only: its group-scaled cost, as charged to the accountant.
         self._charged = _ZERO
-        self._unit = None       # its index in Accountant._units, once it has been charged
+        self._unit = None       # its index in Accountant._block_units, once charged
         self._entered = False
 
     @property
@@ -399,9 +399,10 @@ class Accountant:
         self._budget = (_exact(eps), _exact(dlt))
         self._spent = _ZERO
         self._ledger = []
-        # Group-scaled (epsilon, delta) of every outermost charge, for advanced composition;
-        # an outermost parallel block keeps and updates its own slot.
-        self._units = []
+        # The group-scaled cost of each outermost parallel block, for advanced composition
+        # (each block keeps and updates its own slot; a spend outside blocks is its own
+        # ledger record's charge).
+        self._block_units = []
         # Running sums for composition="advanced": sum eps_i^2 (exact), sum of the loss terms
         # (exact sum of upper bounds) and how many loss terms overflowed.
         self._sum_sq = 0
@@ -484,9 +485,14 @@ class Accountant:
     def _within(self, eps, dlt):
         return eps <= self._budget[0] and dlt <= self._budget[1]
 
+    def _units(self):
+        """Group-scaled (epsilon, delta) of every outermost charge: spends outside blocks and
+        whole outermost parallel blocks; call with the lock held."""
+        return [c for *_, path, c in self._ledger if not path] + self._block_units
+
     def _reported_exact(self):
         """Spent, as exact amounts (an int or inf each); call with the lock held."""
-        if self._delta_prime is not None and self._units:
+        if self._delta_prime is not None and self._ledger:
             adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._spent[1])
             if adv[0] < self._spent[0] and self._within(*adv):
                 return adv
@@ -542,7 +548,7 @@ class Accountant:
                             low=0.0, high=1.0)
         log_inv = _log_inv_up(dp_)
         with self._lock:
-            units = list(self._units)
+            units = self._units()
             basic_delta = self._spent[1]
         sum_sq, loss, n_inf = 0, 0, 0
         for e, _ in units:
@@ -755,7 +761,6 @@ class Accountant:
                 total = (self._spent[0] + e, self._spent[1] + d)
                 if total[0] > self._budget[0] or total[1] > self._budget[1]:
                     raise self._refusal(epsilon, delta, charge, False)
-                self._units.append(charge)
                 path = ()
             else:
                 updates, root, old, new, charge = self._plan(e, d)
@@ -766,14 +771,12 @@ class Accountant:
                     self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
                 for block, cost in updates:
                     block._cost = cost
-                if root is None:
-                    self._units.append(new)
-                else:
+                if root is not None:
                     if root._unit is None:
-                        root._unit = len(self._units)
-                        self._units.append(new)
+                        root._unit = len(self._block_units)
+                        self._block_units.append(new)
                     else:
-                        self._units[root._unit] = new
+                        self._block_units[root._unit] = new
                     root._charged = new
                 total = (self._spent[0] + charge[0], self._spent[1] + charge[1])
                 path = updates[0][0]._path if updates else ()

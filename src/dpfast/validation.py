@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from . import _native
+
 __all__ = [
     "check_real",
     "check_epsilon",
@@ -184,8 +186,8 @@ def check_data(value, name, func):
         return np.asarray(arr, dtype=np.int64, order="C"), True
     if kind == "f":
         arr = np.asarray(arr, dtype=np.float64, order="C")
-        finite = np.isfinite(arr)
-        if not finite.all():
+        if not _all_finite(arr):
+            finite = np.isfinite(arr)
             idx = tuple(int(i) for i in np.unravel_index(int(np.argmin(finite)), arr.shape))
             raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
                              f"infinity. Got {arr[idx]!r} at index {idx} instead.")
@@ -193,19 +195,34 @@ def check_data(value, name, func):
     raise _fail(TypeError, name, func, f"{rule}, not dtype {arr.dtype}", value)
 
 
+def value_range(arr):
+    """(smallest, largest) element of a non-empty array as Python numbers, both NaN if a float
+    array holds a NaN: one compiled pass, no temporary array, for the common dtypes and
+    layouts (numpy's min and max otherwise)."""
+    bounds = _native.value_range(arr)
+    return bounds if bounds is not None else (arr.min().item(), arr.max().item())
+
+
+def _all_finite(arr):
+    """Whether a float array has no NaN or infinity."""
+    if not arr.size:
+        return True
+    lo, hi = value_range(arr)
+    return math.isfinite(lo) and math.isfinite(hi)
+
+
 def check_records(value, name, func, flatten=True):
-    """Records for counting: a C-contiguous float64, int64 or int32 array, flattened unless
-    told otherwise (narrower integers become int32, other numeric dtypes int64 or float64).
-    NaN or infinite entries raise ValueError; a min/max scan finds them without a temporary
-    array."""
-    data, _ = _numeric_array(value, name, func, keep=(np.int32, np.int64, np.float64))
+    """Records for counting: a C-contiguous array in native byte order of a dtype the
+    counting kernels read directly (floats of 32 or 64 bits, integers of 8 to 64 bits but
+    uint64), so that counting makes no copy of the records; others become int64 or float64.
+    Flattened unless told otherwise. NaN or infinite entries raise ValueError; one min/max
+    scan finds them without a temporary array."""
+    data, _ = _numeric_array(value, name, func, keep=_native.RECORD_DTYPES)
     flat = data.reshape(-1) if flatten else data
-    if flat.dtype.kind == "f" and flat.size:
-        lo, hi = flat.min(), flat.max()
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            bad = flat.reshape(-1)[np.flatnonzero(~np.isfinite(flat.reshape(-1)))[0]]
-            raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
-                             f"infinity. Got {bad!r} instead.")
+    if flat.dtype.kind == "f" and not _all_finite(flat):
+        bad = flat.reshape(-1)[np.flatnonzero(~np.isfinite(flat.reshape(-1)))[0]]
+        raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
+                         f"infinity. Got {bad!r} instead.")
     return flat
 
 
@@ -218,11 +235,10 @@ def _numeric_array(value, name, func, keep):
         raise _fail(TypeError, name, func, "numeric (integer or real floating) data",
                     value) from None
     kind = arr.dtype.kind
+    native = arr.dtype.newbyteorder("=")
+    if native in keep:
+        return np.asarray(arr, dtype=native, order="C"), kind in "iu"
     if kind in "iu":
-        if arr.dtype.type in keep:
-            return np.asarray(arr, order="C"), True
-        if np.int32 in keep and arr.dtype.itemsize < 4 or arr.dtype == np.uint16:
-            return np.asarray(arr, dtype=np.int32, order="C"), True   # half of int64
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
             raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
                              f"Got an entry {arr.max()!r} instead.")

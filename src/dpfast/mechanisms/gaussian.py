@@ -128,7 +128,8 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analy
     sigma = _grid_sigma(d2, eps, dlt, max(1, data.size), calibration, func)
     g = gaussian_grid(sigma)
     limit = 2.0**52 * g
-    if data.size and np.abs(data).max() > limit:
+    lo, hi = _v.value_range(data) if data.size else (0.0, 0.0)
+    if max(-lo, hi) > limit:
         raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit:g} "
                          "for exact grid arithmetic.")
     out = np.empty(data.shape, dtype=np.float64)

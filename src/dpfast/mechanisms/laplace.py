@@ -81,6 +81,16 @@ def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
     func = "laplace_mechanism"
     d = _v.check_sensitivity(sensitivity, func)
     eps = _v.check_epsilon(epsilon, func)
+    # One Python number: the kernel and streams of a one-element array, without arrays.
+    if type(value) is int and abs(value) <= _MAX_INT_VALUE:
+        t = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
+        return release(func, accountant, eps, 0.0, rng, threads, 1,
+                       _native.discrete_laplace_scalar, t, value)
+    if type(value) is float:
+        g, t = laplace_grid(_v.check_mechanism_scale(d, eps, func))
+        if abs(value) <= 2.0**52 * g:               # False for NaN and infinities
+            return release(func, accountant, eps, 0.0, rng, threads, 1, _native.laplace_scalar,
+                           t, g, value)
     data, is_int = _v.check_data(value, "value", func)
     if is_int:
         t = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
@@ -104,7 +114,7 @@ def _check_magnitude(data, limit, limit_text, func):
     most negative value, whose abs overflows, is caught too)."""
     if not data.size:
         return
-    lo, hi = (data.item(),) * 2 if data.size == 1 else (data.min().item(), data.max().item())
+    lo, hi = _v.value_range(data)
     if lo < -limit or hi > limit:
         bad = lo if lo < -limit else hi
         raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit_text}. "

@@ -75,14 +75,14 @@ def _utilities(values, name, func):
         arr, _ = _v.check_data(values, name, func)   # raises the documented error
     if arr.dtype.type not in _KERNEL_DTYPES:
         arr = arr.astype(np.float64)
-    u = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+    u = np.asarray(arr, dtype=arr.dtype.newbyteorder("="), order="C")
     if u.ndim != 1:
         raise ValueError(f"The {name!r} parameter of {func} must be 1-d. Got an array of "
                          f"shape {u.shape} instead.")
     if u.size == 0:
         raise ValueError(f"The {name!r} parameter of {func} must have at least one "
                          "candidate. Got an empty array instead.")
-    top = float(u.max())                           # NaN propagates
+    top = float(_v.value_range(u)[1])              # NaN if any is NaN
     if math.isnan(top) or top == math.inf:
         bad = u[np.flatnonzero(np.isnan(u) | (u == np.inf))[0]]
         raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or +inf "

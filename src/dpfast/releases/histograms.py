@@ -406,7 +406,9 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
 def _noise_blocks(gen, threads, src, dst, scale, clip, bar):
     """dst = src + noise (of scale), BLOCK cells at a time under one key, so that memory stays
     bounded and the release equals a one-shot one; clipped at 0 if asked."""
-    key = _native.Key(gen)
+    # One key for all blocks; a table of one block lets its kernel call draw the key, as any
+    # one-shot call does (the same key).
+    key = gen if dst.size <= BLOCK else _native.Key(gen)
     is_int = dst.dtype.kind == "i"
     fill, params = ((_native.fill_discrete_laplace, (scale,)) if is_int
                     else (_native.fill_laplace, laplace_grid(scale)[::-1]))
@@ -482,19 +484,26 @@ def _check_counts_fit(src, dst, is_int, scale, func):
     else:
         limit = 2.0**52 * laplace_grid(scale)[0]
         what = f"finite |counts| <= {limit:g} (exact grid arithmetic)"
-    flat = src.reshape(-1) if src.flags.c_contiguous else None
-    n = src.size
-    for start in range(0, n, BLOCK):
-        block = flat[start:start + BLOCK] if flat is not None else src.flat[start:start + BLOCK]
-        lo, hi = block.min(), block.max()
+    for block in _blocks(src):
+        lo, hi = _v.value_range(block)
         bad = None
-        if not is_int and not (np.isfinite(lo) and np.isfinite(hi)):
-            bad = block[np.flatnonzero(~np.isfinite(block))[0]]
+        if not is_int and not (math.isfinite(lo) and math.isfinite(hi)):
+            bad = block[np.flatnonzero(~np.isfinite(block))[0]].item()
         elif lo < -limit or hi > limit:
             bad = lo if lo < -limit else hi
         if bad is not None:
             raise ValueError(f"The 'counts' parameter of {func} must have {what}. "
-                             f"Got {bad.item()!r} instead.")
+                             f"Got {bad!r} instead.")
+
+
+def _blocks(a):
+    """The cells of `a` in C order, BLOCK at a time: views of a C-contiguous array (the array
+    itself when it is one block), copies otherwise."""
+    if a.size <= BLOCK and a.flags.c_contiguous:
+        return (a.reshape(-1),) if a.size else ()
+    flat = a.reshape(-1) if a.flags.c_contiguous else None
+    return (flat[i:i + BLOCK] if flat is not None else a.flat[i:i + BLOCK]
+            for i in range(0, a.size, BLOCK))
 
 
 def _progress_bar(n, progress):
