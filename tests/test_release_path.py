@@ -1,0 +1,188 @@
+"""The release path, for every public mechanism: bad input spends nothing and draws nothing.
+
+Every mechanism goes through ``dpfast._release.release``: arguments are checked (the data,
+the privacy parameters, any ``out=`` array), then the accountant is charged, then one kernel
+draws. Each case below is a call with one bad argument; it must raise ``TypeError`` or
+``ValueError`` with the accountant's total and ledger and the generator's position exactly as
+they were. The same call with good arguments must spend and draw, so the check cannot pass
+by never reaching the release. A budget refusal draws nothing either.
+"""
+import inspect
+
+import numpy as np
+import pytest
+
+import dpfast as dp
+from refusals import rng_state, spends_nothing
+
+NAN, INF = float("nan"), float("inf")
+VE, TE = ValueError, TypeError
+
+COUNTS = np.array([[3, 0, 7], [1, 2, 5]])
+VOTES = np.array([49.0, 25.0, 6.0, 2.0])
+BITS = np.array([1, 0, 1, 1])
+AGES = np.array([23, 35, 47, 61])
+PEOPLE = np.array([[30.0, 0.0], [41.0, 1.0], [67.0, 1.0]])
+
+# name -> (good keyword arguments, [(overrides, exception), ...]); a value of DELETE removes a
+# keyword argument.
+DELETE = object()
+COMMON_BAD = [({"epsilon": 0.0}, VE), ({"epsilon": -1.0}, VE), ({"epsilon": NAN}, VE),
+              ({"epsilon": INF}, VE), ({"epsilon": "1"}, TE), ({"rng": "seed"}, TE),
+              ({"rng": np.random.default_rng(1)}, TE), ({"threads": 0}, VE),
+              ({"threads": 1.5}, TE), ({"accountant": "acct"}, TE)]
+SENSITIVITY_BAD = [({"sensitivity": 0.0}, VE), ({"sensitivity": -1.0}, VE),
+                   ({"sensitivity": NAN}, VE), ({"sensitivity": "1"}, TE)]
+
+MECHANISMS = {
+    "laplace_mechanism": (
+        {"value": 5, "sensitivity": 1.0, "epsilon": 1.0},
+        COMMON_BAD + SENSITIVITY_BAD + [
+            ({"value": NAN}, VE), ({"value": [1.0, INF]}, VE), ({"value": "5"}, TE),
+            ({"value": True}, TE), ({"value": [1 + 2j]}, TE), ({"value": 2**70}, VE),
+            ({"value": np.array([1e300])}, VE), ({"value": [object()]}, TE)]),
+    "gaussian_mechanism": (
+        {"value": [1.0, 2.0], "sensitivity": 1.0, "epsilon": 1.0, "delta": 1e-6},
+        COMMON_BAD + SENSITIVITY_BAD + [
+            ({"delta": 0.0}, VE), ({"delta": 1.0}, VE), ({"delta": NAN}, VE),
+            ({"value": [NAN]}, VE), ({"calibration": "exact"}, VE),
+            ({"calibration": "classic", "epsilon": 2.0}, VE)]),
+    "histogram": (
+        {"data": AGES, "bins": 4, "range": (0, 100), "epsilon": 1.0},
+        COMMON_BAD + [
+            ({"bins": "auto"}, VE), ({"range": DELETE}, VE), ({"bins": 0}, VE),
+            ({"bins": [0, 50, 20]}, VE), ({"range": (5, 5)}, VE),
+            ({"data": [1.0, NAN]}, VE), ({"data": ["a"]}, TE),
+            ({"postprocess": "round"}, VE), ({"total": 10}, VE)]),
+    "histogramdd": (
+        {"sample": PEOPLE, "bins": [4, 2], "range": [(0, 100), (0, 2)], "epsilon": 1.0},
+        COMMON_BAD + [
+            ({"range": DELETE}, VE), ({"bins": [4]}, VE), ({"sample": [[1.0, NAN]]}, VE),
+            ({"sample": np.zeros((2, 2, 2))}, VE), ({"bins": "auto"}, VE)]),
+    "count_categories": (
+        {"values": ["a", "b", "a"], "categories": ["a", "b"], "epsilon": 1.0},
+        COMMON_BAD + [
+            ({"values": ["a", "c"]}, VE), ({"categories": "ab"}, TE),
+            ({"categories": {"a", "b"}}, TE), ({"categories": ["a", "a"]}, VE),
+            ({"other": 1}, TE)]),
+    "noisy_counts": (
+        {"counts": COUNTS, "epsilon": 1.0},
+        COMMON_BAD + SENSITIVITY_BAD + [
+            ({"counts": [1.0, NAN]}, VE), ({"counts": ["a"]}, TE),
+            ({"out": np.empty((2, 3), dtype=np.float64)}, VE),
+            ({"out": np.empty((3, 2), dtype=np.int64)}, VE),
+            ({"out": np.empty((2, 3), dtype=np.int16)}, VE),
+            ({"out": np.empty((3, 2), dtype=np.int64).T}, VE),
+            ({"out": np.lib.stride_tricks.as_strided(np.zeros(6, np.int64), (2, 3), (0, 8))},
+             VE),
+            ({"out": [[0] * 3] * 2}, TE), ({"postprocess": "consistent",
+                                             "out": np.empty((2, 3), dtype=np.int64)}, VE),
+            ({"progress": "yes"}, TE)]),
+    "randomized_response": (
+        {"bits": BITS, "p": 0.5},
+        [c for c in COMMON_BAD if "epsilon" not in c[0]] + [
+            ({"p": 0.0}, VE), ({"p": 1.0}, VE), ({"p": NAN}, VE), ({"epsilon": 1.0}, VE),
+            ({"p": DELETE}, VE), ({"bits": [0, 2]}, VE), ({"bits": [0.5]}, VE),
+            ({"bits": ["1"]}, TE)]),
+    "randomized_response_categorical": (
+        {"values": ["a", "c", "b"], "categories": ["a", "b", "c"], "epsilon": 1.0},
+        COMMON_BAD + [
+            ({"values": ["a", "d"]}, VE), ({"categories": ["a"]}, VE),
+            ({"categories": "abc"}, TE), ({"categories": [1.0, NAN]}, VE)]),
+    "report_noisy_max": (
+        {"scores": VOTES, "epsilon": 1.0},
+        COMMON_BAD + SENSITIVITY_BAD + [
+            ({"scores": []}, VE), ({"scores": [1.0, NAN]}, VE), ({"scores": [1.0, INF]}, VE),
+            ({"scores": [-INF, -INF]}, VE), ({"scores": [[1.0]]}, VE), ({"scores": ["a"]}, TE),
+            ({"noise": "cauchy"}, VE), ({"monotonic": "yes"}, TE)]),
+    "exponential_mechanism": (
+        {"utilities": VOTES, "epsilon": 1.0},
+        COMMON_BAD + SENSITIVITY_BAD + [
+            ({"utilities": []}, VE), ({"utilities": [NAN]}, VE), ({"candidates": "abcd"}, TE),
+            ({"candidates": ["a"]}, VE), ({"monotonic": 1}, TE)]),
+    "permute_and_flip": (
+        {"utilities": VOTES, "epsilon": 1.0},
+        COMMON_BAD + SENSITIVITY_BAD + [({"utilities": [NAN, 1.0]}, VE),
+                                        ({"utilities": 3.0}, VE)]),
+    "top_k": (
+        {"scores": VOTES, "k": 2, "epsilon": 1.0},
+        COMMON_BAD + SENSITIVITY_BAD + [
+            ({"k": 0}, VE), ({"k": 5}, VE), ({"k": 2.0}, TE), ({"k": True}, TE),
+            ({"scores": [1.0, -INF, -INF]}, VE)]),
+}
+POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],
+              "histogram": ["data", "bins"], "histogramdd": ["sample", "bins"],
+              "count_categories": ["values", "categories"], "noisy_counts": ["counts"],
+              "randomized_response": ["bits"],
+              "randomized_response_categorical": ["values", "categories"],
+              "report_noisy_max": ["scores"], "exponential_mechanism": ["utilities"],
+              "permute_and_flip": ["utilities"], "top_k": ["scores", "k"]}
+
+
+def call(name, kwargs, accountant, rng):
+    kwargs = {k: v for k, v in kwargs.items() if v is not DELETE}
+    args = [kwargs.pop(k) for k in POSITIONAL[name] if k in kwargs]
+    kwargs.setdefault("accountant", accountant)
+    kwargs.setdefault("rng", rng)
+    return getattr(dp, name)(*args, **kwargs)
+
+
+def used_accountant():
+    # Non-zero spent and a non-empty ledger, so "unchanged" is not trivially "still zero".
+    acct = dp.Accountant(epsilon=100.0, delta=0.5)
+    acct.spend(0.25, 1e-6, label="earlier release")
+    return acct
+
+
+def test_every_public_mechanism_is_covered():
+    charged = {name for name in dp.__all__ if inspect.isfunction(getattr(dp, name))
+               and "accountant" in inspect.signature(getattr(dp, name)).parameters}
+    assert charged == set(MECHANISMS)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_good_input_spends_and_draws(name):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    spent, state = acct.spent, rng_state(rng)
+    call(name, MECHANISMS[name][0], acct, rng)
+    assert acct.spent != spent and len(acct) == 2
+    assert rng_state(rng) != state
+
+
+@pytest.mark.parametrize("name, overrides, exc", [
+    (name, overrides, exc) for name, (_, cases) in sorted(MECHANISMS.items())
+    for overrides, exc in cases], ids=lambda x: x if isinstance(x, str) else None)
+def test_bad_input_spends_nothing_and_draws_nothing(name, overrides, exc):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    kwargs = {**MECHANISMS[name][0], **overrides}
+    with spends_nothing(acct, rng), pytest.raises(exc) as info:
+        call(name, kwargs, acct, rng)
+    # A programming error inside the release path would surface as another error, or as a
+    # budget refusal dressed as a ValueError.
+    assert not isinstance(info.value, dp.BudgetExceededError)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_refused_budget_draws_nothing(name):
+    acct, rng = dp.Accountant(epsilon=1e-3, delta=1e-9), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
+        call(name, MECHANISMS[name][0], acct, rng)
+
+
+def test_in_place_release_of_a_big_endian_table():
+    # Accepted through a native working copy, with the noise a native table would get.
+    native = np.arange(10_000, dtype=np.int64)
+    swapped = native.astype(">i8")
+    want = dp.noisy_counts(native, epsilon=1.0, accountant=dp.Accountant(), rng=3)
+    got = dp.noisy_counts(swapped, epsilon=1.0, out=swapped, accountant=dp.Accountant(),
+                          rng=3)
+    assert got is swapped
+    np.testing.assert_array_equal(swapped, want)
+
+
+def test_read_only_out_is_refused_before_the_charge():
+    table = np.arange(6, dtype=np.int64)
+    table.flags.writeable = False
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(ValueError, match="writeable"):
+        dp.noisy_counts(table, epsilon=1.0, out=table, accountant=acct, rng=rng)
