@@ -1,7 +1,7 @@
 """pytest-benchmark cases: ``python -m pytest bench --benchmark-only``.
 
 Not part of the test suite (tests/ has no timed assertions); compare groups side by side
-with ``--benchmark-group-by=group``. bench/compare.py prints the same comparisons as ratios.
+with ``--benchmark-group-by=group``. ``dpfast bench`` prints the same comparisons as ratios.
 """
 import numpy as np
 import pytest

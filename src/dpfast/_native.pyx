@@ -28,6 +28,9 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.pythread cimport (NOWAIT_LOCK, WAIT_LOCK, PyThread_acquire_lock,
+                               PyThread_allocate_lock, PyThread_free_lock,
+                               PyThread_release_lock, PyThread_type_lock)
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
@@ -514,6 +517,65 @@ cdef int _load_key(object source, uint32_t *key) except -1:
         raise TypeError(f"a kernel's source of randomness must be a dpfast.ChaCha20 or a Key, "
                         f"not {type(source).__name__}")
     return (<ChaCha20>source).draw_key(key)
+
+
+# -- an accountant's totals ----------------------------------------------------------------
+
+cdef class Tally:
+    """Tally(budget)
+
+    What an accountant has spent and its record of spends, changed under one lock. ``add``
+    is the check-and-charge of a plain spend, compiled because a spend is on the path of every
+    release; anything else (parallel blocks, groups, advanced composition) holds the lock with
+    ``with tally:`` and updates ``spent`` and ``records`` itself. ``budget`` and ``spent`` are
+    (epsilon, delta) pairs of exact amounts (see dpfast.accounting).
+    """
+    cdef PyThread_type_lock _lock
+    cdef public tuple budget
+    cdef public tuple spent
+    cdef public list records
+
+    def __cinit__(self, tuple budget):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError()
+        self.budget = budget
+        self.spent = (0, 0)
+        self.records = []
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    cdef int _acquire(self) except -1:
+        # Waiting releases the GIL: the holder may be Python code that needs it.
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        return 0
+
+    def __enter__(self):
+        self._acquire()
+        return self
+
+    def __exit__(self, *exc):
+        PyThread_release_lock(self._lock)
+        return False
+
+    def add(self, e, d, record):
+        """If spent + (e, d) stays within the budget, add it and append ``record`` to
+        ``records`` (True); otherwise change nothing (False). One step under the lock."""
+        self._acquire()
+        try:
+            se = self.spent[0] + e
+            sd = self.spent[1] + d
+            if se > self.budget[0] or sd > self.budget[1]:
+                return False
+            self.spent = (se, sd)
+            self.records.append(record)
+            return True
+        finally:
+            PyThread_release_lock(self._lock)
 
 
 # -- sampling kernels ---------------------------------------------------------------------

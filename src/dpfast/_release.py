@@ -13,7 +13,8 @@ A kernel is called as ``kernel(generator, threads, *args)``: a ``dpfast._native`
 (which draws the call's key from the generator and hands its chunks to the one driver), or,
 for a release made of several kernel calls, a Python function with the same signature.
 """
-from .accounting import resolve_accountant
+from ._native import CHUNK, ChaCha20
+from .accounting import Accountant, resolve_accountant
 from .rng import resolve_rng, resolve_threads
 
 __all__ = ["draw", "release"]
@@ -34,8 +35,11 @@ def release(func, accountant, epsilon, delta, rng, threads, size, kernel, *args)
     allocated: after the charge nothing may fail for bad input. ``size`` is the number of
     elements drawn (calls of at most one chunk run on the calling thread).
     """
-    acct = resolve_accountant(accountant, func)
-    gen = resolve_rng(rng, func)
-    nthreads = resolve_threads(threads, func, size)
+    # The resolve_* functions, with the common cases decided inline: this is on every
+    # release's path, and small releases are dominated by such overheads.
+    acct = accountant if type(accountant) is Accountant else \
+        resolve_accountant(accountant, func)
+    gen = rng if type(rng) is ChaCha20 else resolve_rng(rng, func)
+    nthreads = 1 if threads is None and size <= CHUNK else resolve_threads(threads, func, size)
     acct.spend(epsilon, delta, label=func)
     return kernel(gen, nthreads, *args)

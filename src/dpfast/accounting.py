@@ -28,9 +28,9 @@ Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy"
 import contextvars
 import math
 import numbers
-import threading
 from typing import NamedTuple
 
+from . import _native
 from . import validation as _v
 
 __all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "default_accountant",
@@ -253,7 +253,7 @@ class _Block:
     @property
     def cost(self):
         """(epsilon, delta) of this block so far, for one individual (before group scaling)."""
-        with self._acct._lock:
+        with self._acct._tally:
             return _float(self._cost[0]), _float(self._cost[1])
 
     @property
@@ -272,7 +272,7 @@ class _Block:
                 "Accountant.partition() must be used directly inside `with acct.parallel():` "
                 f"of the same accountant. Got it inside {parent.path if parent else 'no block'}"
                 " instead.")
-        with acct._lock:
+        with acct._tally:
             acct._n_blocks += 1
             name = self._label if self._label is not None else f"{self._kind}-{acct._n_blocks}"
         self._entered = True
@@ -397,8 +397,8 @@ class Accountant:
             self._delta_prime = None
         self._k = int(group_size)
         self._budget = (_exact(eps), _exact(dlt))
-        self._spent = _ZERO
-        self._ledger = []
+        # Spent so far and the raw record of spends, under the tally's lock.
+        self._tally = _native.Tally(self._budget)
         # The group-scaled cost of each outermost parallel block, for advanced composition
         # (each block keeps and updates its own slot; a spend outside blocks is its own
         # ledger record's charge).
@@ -411,7 +411,6 @@ class Accountant:
         self._n_blocks = 0
         # Neither groups nor advanced composition: spends outside blocks take a short path.
         self._simple = self._k == 1 and self._delta_prime is None
-        self._lock = threading.Lock()
 
     # -- queries ---------------------------------------------------------------------
     @property
@@ -441,18 +440,18 @@ class Accountant:
         The sequential sum, or with ``composition="advanced"`` the advanced composition bound
         when it has the smaller epsilon and fits the budget (its epsilon rounded up).
         """
-        with self._lock:
+        with self._tally:
             return self._reported()
 
     @property
     def remaining(self):
         """(epsilon, delta) still available: the budget minus :attr:`spent`."""
-        with self._lock:
+        with self._tally:
             return self._remaining()
 
     def _remaining(self):
         eps, dlt = self._reported_exact()
-        if eps is not self._spent[0]:
+        if eps is not self._tally.spent[0]:
             # Subtract (a decimal just above) the rounded-up advanced epsilon that `spent`
             # shows, so that remaining is never overstated.
             eps = _ceil_amount(_float_up(eps))
@@ -461,14 +460,14 @@ class Accountant:
     @property
     def ledger(self):
         """List of :class:`LedgerEntry` (epsilon, delta, label) for every spend, in order."""
-        with self._lock:
-            records = list(self._ledger)
+        with self._tally:
+            records = list(self._tally.records)
         return [LedgerEntry(float(e), float(d), label, path, (_float(inc[0]), _float(inc[1])))
                 for e, d, label, path, inc in records]
 
     def __len__(self):
-        with self._lock:
-            return len(self._ledger)
+        with self._tally:
+            return len(self._tally.records)
 
     def __repr__(self):
         eps, dlt = self.spent
@@ -488,19 +487,19 @@ class Accountant:
     def _units(self):
         """Group-scaled (epsilon, delta) of every outermost charge: spends outside blocks and
         whole outermost parallel blocks; call with the lock held."""
-        return [c for *_, path, c in self._ledger if not path] + self._block_units
+        return [c for *_, path, c in self._tally.records if not path] + self._block_units
 
     def _reported_exact(self):
         """Spent, as exact amounts (an int or inf each); call with the lock held."""
-        if self._delta_prime is not None and self._ledger:
-            adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._spent[1])
-            if adv[0] < self._spent[0] and self._within(*adv):
+        if self._delta_prime is not None and self._tally.records:
+            adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._tally.spent[1])
+            if adv[0] < self._tally.spent[0] and self._within(*adv):
                 return adv
-        return self._spent
+        return self._tally.spent
 
     def _reported(self):
         eps, dlt = self._reported_exact()
-        if eps is not self._spent[0]:
+        if eps is not self._tally.spent[0]:
             # The advanced epsilon is a bound computed in floats: never report it rounded
             # down. Its delta is an exact decimal sum like the sequential one.
             return _float_up(eps), _float(dlt)
@@ -547,9 +546,9 @@ class Accountant:
         dp_ = _v.check_real(delta_prime, "delta_prime", "Accountant.advanced_composition",
                             low=0.0, high=1.0)
         log_inv = _log_inv_up(dp_)
-        with self._lock:
+        with self._tally:
             units = self._units()
-            basic_delta = self._spent[1]
+            basic_delta = self._tally.spent[1]
         sum_sq, loss, n_inf = 0, 0, 0
         for e, _ in units:
             sum_sq += e * e
@@ -703,7 +702,7 @@ class Accountant:
 
     def _fits_plan(self, old, new, increase):
         """Whether the planned state is within budget; call with the lock held."""
-        total = (self._spent[0] + increase[0], _add(self._spent[1], increase[1]))
+        total = (self._tally.spent[0] + increase[0], _add(self._tally.spent[1], increase[1]))
         if self._within(*total):
             return True
         if self._delta_prime is None:
@@ -727,7 +726,7 @@ class Accountant:
         """
         e = _amount(epsilon, "epsilon", "Accountant.check")
         d = _amount(delta, "delta", "Accountant.check")
-        with self._lock:
+        with self._tally:
             _, _, old, new, increase = self._plan(e, d)
             return self._fits_plan(old, new, increase)
 
@@ -751,41 +750,36 @@ class Accountant:
         d = _delta_cache.get(delta) if type(delta) is float else None
         if d is None:
             d = _amount(delta, "delta", "Accountant.spend")
-        # Groups of one, basic composition and no parallel block open: the charge is (e, d).
-        simple = self._simple and not _blocks.get()
-        # acquire/release rather than `with`: a third of the cost of a spend otherwise.
-        self._lock.acquire()
-        try:
-            if simple:
-                charge = (e, d)
-                total = (self._spent[0] + e, self._spent[1] + d)
-                if total[0] > self._budget[0] or total[1] > self._budget[1]:
-                    raise self._refusal(epsilon, delta, charge, False)
-                path = ()
-            else:
-                updates, root, old, new, charge = self._plan(e, d)
-                if not self._fits_plan(old, new, charge):
-                    raise self._refusal(epsilon, delta, charge, bool(updates))
-                # Commit: nothing above has changed any state.
-                if self._delta_prime is not None:
-                    self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
-                for block, cost in updates:
-                    block._cost = cost
-                if root is not None:
-                    if root._unit is None:
-                        root._unit = len(self._block_units)
-                        self._block_units.append(new)
-                    else:
-                        self._block_units[root._unit] = new
-                    root._charged = new
-                total = (self._spent[0] + charge[0], self._spent[1] + charge[1])
-                path = updates[0][0]._path if updates else ()
-            self._spent = total
+        if self._simple and not _blocks.get():
+            # Groups of one, basic composition and no parallel block open: the charge is
+            # (e, d), checked and added in one compiled step.
+            if not self._tally.add(e, d, (epsilon, delta, label, (), (e, d))):
+                with self._tally:
+                    error = self._refusal(epsilon, delta, (e, d), False)
+                raise error
+            return
+        with self._tally:
+            updates, root, old, new, charge = self._plan(e, d)
+            if not self._fits_plan(old, new, charge):
+                raise self._refusal(epsilon, delta, charge, bool(updates))
+            # Commit: nothing above has changed any state.
+            if self._delta_prime is not None:
+                self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
+            for block, cost in updates:
+                block._cost = cost
+            if root is not None:
+                if root._unit is None:
+                    root._unit = len(self._block_units)
+                    self._block_units.append(new)
+                else:
+                    self._block_units[root._unit] = new
+                root._charged = new
+            spent = self._tally.spent
+            self._tally.spent = (spent[0] + charge[0], spent[1] + charge[1])
             # Recorded raw (epsilon and delta as given, validated); `ledger` makes the
             # LedgerEntry objects when asked.
-            self._ledger.append((epsilon, delta, label, path, charge))
-        finally:
-            self._lock.release()
+            self._tally.records.append((epsilon, delta, label,
+                                        updates[0][0]._path if updates else (), charge))
 
     def _refusal(self, epsilon, delta, charge, in_block):
         """The error for a spend that does not fit; call with the lock held."""

@@ -70,6 +70,8 @@ def _positive(value, name, func):
 
 def check_epsilon(epsilon, func):
     """Privacy parameter epsilon: a finite float > 0."""
+    if type(epsilon) is float and 0.0 < epsilon < math.inf:     # _positive's common case
+        return epsilon
     return _positive(epsilon, "epsilon", func)
 
 
@@ -80,6 +82,8 @@ def check_delta(delta, func):
 
 def check_sensitivity(sensitivity, func):
     """Sensitivity: a finite float > 0 (a zero-sensitivity query needs no noise)."""
+    if type(sensitivity) is float and 0.0 < sensitivity < math.inf:   # as check_epsilon
+        return sensitivity
     return _positive(sensitivity, "sensitivity", func)
 
 

@@ -14,7 +14,8 @@ therefore not timed, but anything the library does with them (validation, FFI co
 a Python loop over values) is.
 
 Paths used, each library's fastest documented way to do the job, with the parameters of the
-dpfast cases of :mod:`dpfast.benchmarks.suite` (scale 1, sigma 100, epsilon 1, 1,000 histogram bins):
+dpfast cases of :mod:`dpfast.benchmarks.suite` (scale 1, sigma 100, epsilon 1, 1,000
+histogram bins):
 
 diffprivlib (``diffprivlib.mechanisms`` randomise one value per call; no vectorized API)
     - laplace: ``mechanisms.Laplace(epsilon=1, sensitivity=1).randomise(v)`` for each value
