@@ -33,6 +33,7 @@ from cpython.pythread cimport (NOWAIT_LOCK, WAIT_LOCK, PyThread_acquire_lock,
                                PyThread_release_lock, PyThread_type_lock)
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
+from libc.math cimport INFINITY
 from libc.string cimport memcpy
 from numpy.random cimport BitGenerator
 
@@ -739,52 +740,73 @@ cdef int _utype(cnp.ndarray u) except -1:
     raise ValueError(f"utilities: unsupported dtype {u.dtype}")
 
 
-cdef _select(object source, cnp.ndarray u, int noise, double umax, double inv_scale,
-             int64_t k, int threads):
-    """Noisy scores (u - umax) * inv_scale + unit noise, chunk by chunk: the index of the
-    largest (lowest index on ties; -1 if every score is -inf), or, with k > 0, the scores and
-    indices of the k best, as two arrays sorted best first."""
-    cdef dpf_select_task task
-    cdef int64_t n = u.shape[0]
-    cdef int64_t nchunks = max(_nchunks(n), 1)
-    cdef int slots = max(1, min(threads, nchunks))
+cdef int _select_task(dpf_select_task *task, cnp.ndarray u, int noise, double umax,
+                      double inv_scale) except -1:
     task.noise = noise
     task.umax = umax
     task.inv_scale = inv_scale
     task.utype = _utype(u)
     task.u = cnp.PyArray_DATA(u)
-    task.n = n
-    idx = np.full(nchunks, -1, dtype=np.int64)
-    val = np.full(nchunks, -np.inf)
-    task.best_idx = <int64_t *>cnp.PyArray_DATA(idx)
-    task.best_val = <double *>cnp.PyArray_DATA(val)
-    task.k = k
-    if k > 0:
-        hv = np.empty(slots * k, dtype=np.float64)
-        hi = np.empty(slots * k, dtype=np.int64)
-        hl = np.zeros(slots, dtype=np.int64)
-        task.heap_val = <double *>cnp.PyArray_DATA(hv)
-        task.heap_idx = <int64_t *>cnp.PyArray_DATA(hi)
-        task.heap_len = <int64_t *>cnp.PyArray_DATA(hl)
-    _load_key(source, task.key)
-    if n == 0:
-        return -1
-    _run(dpf_select_chunk, &task, nchunks, slots, n)
-    if k > 0:
-        keep = np.concatenate([np.arange(s * k, s * k + hl[s]) for s in range(slots)])
-        vals, inds = hv[keep], hi[keep]
-        order = np.lexsort((inds, -vals))[:k]     # best first, the lower index on ties
-        return vals[order], inds[order]
-    best = int(np.argmax(val))          # first maximum: the lowest chunk wins a tie
-    return int(idx[best]) if val[best] > -np.inf else -1
+    task.n = u.shape[0]
+    task.k = 0
+    task.heap_val = NULL
+    task.heap_idx = NULL
+    task.heap_len = NULL
+    return 0
 
 
 def noisy_argmax(source, int threads, cnp.ndarray u not None, int noise, double umax,
                  double inv_scale):
     """Index of the largest (u_i - umax) * inv_scale + N_i, N_i unit noise of the given kind
-    (lowest index on ties; -1 if every score is -inf); u float64, float32 or int64. Chunk
-    winners are combined in chunk order, so threads do not matter."""
-    return _select(source, u, noise, umax, inv_scale, 0, threads)
+    (lowest index on ties; -1 if every score is -inf); u float64, float32, int64 or int32.
+    Chunk winners are combined in chunk order, so threads do not matter."""
+    cdef dpf_select_task task
+    cdef int64_t c, best = -1
+    cdef double top = -INFINITY
+    _select_task(&task, u, noise, umax, inv_scale)
+    cdef int64_t nchunks = max(_nchunks(task.n), 1)
+    task.best_idx = <int64_t *>PyMem_Malloc(nchunks * sizeof(int64_t))
+    task.best_val = <double *>PyMem_Malloc(nchunks * sizeof(double))
+    try:
+        if task.best_idx == NULL or task.best_val == NULL:
+            raise MemoryError()
+        _load_key(source, task.key)
+        _run(dpf_select_chunk, &task, nchunks, threads, task.n)
+        for c in range(nchunks):           # the first maximum: the lowest chunk wins a tie
+            if task.best_val[c] > top:
+                top = task.best_val[c]
+                best = task.best_idx[c]
+    finally:
+        PyMem_Free(task.best_idx)
+        PyMem_Free(task.best_val)
+    return best
+
+
+cdef _top_k(object source, int threads, cnp.ndarray u, int noise, double umax,
+            double inv_scale, int64_t k):
+    """The scores and indices of the k best noisy scores, sorted best first: each thread keeps
+    a heap of the k best it has seen, so memory is O(k threads), not O(len(u))."""
+    cdef dpf_select_task task
+    _select_task(&task, u, noise, umax, inv_scale)
+    cdef int64_t nchunks = max(_nchunks(task.n), 1)
+    cdef int slots = max(1, min(threads, nchunks))
+    idx = np.empty(nchunks, dtype=np.int64)
+    val = np.empty(nchunks, dtype=np.float64)
+    hv = np.empty(slots * k, dtype=np.float64)
+    hi = np.empty(slots * k, dtype=np.int64)
+    hl = np.zeros(slots, dtype=np.int64)
+    task.best_idx = <int64_t *>cnp.PyArray_DATA(idx)
+    task.best_val = <double *>cnp.PyArray_DATA(val)
+    task.k = k
+    task.heap_val = <double *>cnp.PyArray_DATA(hv)
+    task.heap_idx = <int64_t *>cnp.PyArray_DATA(hi)
+    task.heap_len = <int64_t *>cnp.PyArray_DATA(hl)
+    _load_key(source, task.key)
+    _run(dpf_select_chunk, &task, nchunks, slots, task.n)
+    keep = np.concatenate([np.arange(s * k, s * k + hl[s]) for s in range(slots)])
+    vals, inds = hv[keep], hi[keep]
+    order = np.lexsort((inds, -vals))[:k]     # best first, the lower index on ties
+    return vals[order], inds[order]
 
 
 def noisy_top_k(source, int threads, cnp.ndarray u not None, int noise, double umax,
@@ -794,14 +816,17 @@ def noisy_top_k(source, int threads, cnp.ndarray u not None, int noise, double u
     O(len(u))."""
     if k < 1:
         raise ValueError("k must be >= 1")
-    return _select(source, u, noise, umax, inv_scale, k, threads)[1]
+    return _top_k(source, threads, u, noise, umax, inv_scale, k)[1]
 
 
 cdef int64_t _em_pick(const double *sums, int64_t nchunks, const void *u, int utype,
                       int64_t n, double umax, double a, const double *v) noexcept nogil:
-    """The candidate at the uniforms v[0] (which chunk) and v[1] (where within it)."""
+    """The candidate at the uniforms v[0] (which chunk) and v[1] (where within it); sums
+    (per chunk) are not read when there is one chunk."""
     cdef double total = 0.0, target
     cdef int64_t chunk, i
+    if nchunks == 1:
+        return dpf_find_exp(u, utype, 0, n, umax, a, v[1])
     # The chunk is the first whose cumulative sum, in chunk order, exceeds v[0] times the total.
     for i in range(nchunks):
         total += sums[i]
@@ -836,20 +861,25 @@ def exponential_mechanism(source, int threads, cnp.ndarray u not None, double um
     task.n = n
     task.umax = umax
     task.a = a
-    sums = np.empty(nchunks, dtype=np.float64)
-    task.sums = <double *>cnp.PyArray_DATA(sums)
     draw.n = 2
     draw.out = v
     draw.base = NULL
     draw.chunk0 = 0
-    _load_key(source, draw.key)
-    _run(dpf_sum_exp_chunk, &task, nchunks, threads, n)
-    dpf_fill_chunk(&draw, 0, 0)
-    if n > NOGIL_MIN:
-        with nogil:
+    task.sums = <double *>PyMem_Malloc(nchunks * sizeof(double))
+    try:
+        if task.sums == NULL:
+            raise MemoryError()
+        _load_key(source, draw.key)
+        if nchunks > 1:                     # one chunk is chosen whatever its sum
+            _run(dpf_sum_exp_chunk, &task, nchunks, threads, n)
+        dpf_fill_chunk(&draw, 0, 0)
+        if n > NOGIL_MIN:
+            with nogil:
+                chosen = _em_pick(task.sums, nchunks, task.u, task.utype, n, umax, a, v)
+        else:
             chosen = _em_pick(task.sums, nchunks, task.u, task.utype, n, umax, a, v)
-    else:
-        chosen = _em_pick(task.sums, nchunks, task.u, task.utype, n, umax, a, v)
+    finally:
+        PyMem_Free(task.sums)
     return chosen
 
 
@@ -1038,7 +1068,7 @@ def noisy_scores(source, int threads, cnp.ndarray u not None, int noise, double 
                  double inv_scale):
     """Every noisy score of noisy_argmax's call with these arguments, in index order
     (keeps all of them: for tests)."""
-    vals, inds = _select(source, u, noise, umax, inv_scale, max(u.shape[0], 1), threads)
+    vals, inds = _top_k(source, threads, u, noise, umax, inv_scale, max(u.shape[0], 1))
     out = np.empty(u.shape[0])
     out[inds] = vals
     return out

@@ -713,7 +713,8 @@ int64_t dpf_find_exp(const void *u, int utype, int64_t first, int64_t n_, double
      * value, summed in the order of the search, so that the target v * total always lies
      * inside the running sum (no mass piles up on a fallback). The first running sum above
      * the target marks the choice (it rose there, so that candidate's weight is positive).
-     * Only the block ends are kept; the block holding the target is recomputed. */
+     * Only the block ends are kept; the block holding the target is recomputed, unless it
+     * is the last one, whose running sums are still in w. */
     double w[DPF_FIND_BLOCK], ends[DPF_FIND_BLOCKS];
     if (n_ > DPF_CHUNK || n_ < 0)
         return -2;
@@ -738,8 +739,10 @@ int64_t dpf_find_exp(const void *u, int utype, int64_t first, int64_t n_, double
         if (!(ends[b] > target))
             continue;
         size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
-        dpf_block_weights(u, utype, first, lo, len, umax, a, w);
-        dpf_running_sum(w, len, b ? ends[b - 1] : 0.0);
+        if (b != nb - 1) {
+            dpf_block_weights(u, utype, first, lo, len, umax, a, w);
+            dpf_running_sum(w, len, b ? ends[b - 1] : 0.0);
+        }
         size_t i = 0;
         while (!(w[i] > target))            /* ends at len - 1 at the latest */
             i++;

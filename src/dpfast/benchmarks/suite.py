@@ -138,7 +138,7 @@ def cases(size, threads, only=None):
 
         def naive_em():
             # exp / normalise / choice: what a numpy user writes for the exponential
-            # mechanism (the same code as bench/compare.py).
+            # mechanism.
             p = np.exp((u - u.max()) * 0.5)
             p /= p.sum()
             return gen.choice(n, p=p)

@@ -75,7 +75,8 @@ def _utilities(values, name, func):
         arr, _ = _v.check_data(values, name, func)   # raises the documented error
     if arr.dtype.type not in _KERNEL_DTYPES:
         arr = arr.astype(np.float64)
-    u = np.asarray(arr, dtype=arr.dtype.newbyteorder("="), order="C")
+    u = arr if arr.flags.c_contiguous and arr.dtype.isnative else \
+        np.asarray(arr, dtype=arr.dtype.newbyteorder("="), order="C")
     if u.ndim != 1:
         raise ValueError(f"The {name!r} parameter of {func} must be 1-d. Got an array of "
                          f"shape {u.shape} instead.")
