@@ -7,6 +7,7 @@
 """
 import argparse
 import csv
+import json
 import importlib
 import math
 import numbers
@@ -443,15 +444,17 @@ def _bench(args, out):
     size = args.size if args.size is not None else (suite.QUICK_SIZE if args.quick else 10**7)
     repeat = (args.repeat if args.repeat is not None
               else (suite.QUICK_REPEAT if args.quick else 7))
+    if args.small_calls:
+        return _bench_small_calls(args, out, repeat)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
-                       include_libraries=not args.no_libraries, scaling_too=args.scaling,
-                       quick=False)
+                            include_libraries=not args.no_libraries, scaling_too=args.scaling,
+                            quick=False)
     # quick is recorded as asked, though size and repeat above already honour it.
     report.settings["quick"] = args.quick
     if args.scaling and args.quick:
         report.scaling, report.fits = benchmarks.scaling(suite.QUICK_SCALING_SIZES,
-                                                    threads=report.settings["threads"],
-                                                    repeat=repeat)
+                                                         threads=report.settings["threads"],
+                                                         repeat=repeat)
     print(report.to_markdown() if args.markdown else report.to_text(), file=out)
     if args.json is not None:
         report.to_json(args.json)
@@ -459,6 +462,19 @@ def _bench(args, out):
     if args.plot is not None:
         report.plot(args.plot)
         print(f"Bar chart of ratios written to {args.plot}.", file=out)
+    return 0
+
+
+def _bench_small_calls(args, out, repeat):
+    from .benchmarks import small_calls
+
+    calls = 200 if args.quick else 2000
+    rows = small_calls.run(repeat, calls, libraries=not args.no_libraries)
+    print(small_calls.to_markdown(rows, repeat, calls), file=out)
+    if args.json is not None:
+        with open(args.json, "w") as f:
+            json.dump({"repeat": repeat, "calls": calls, "results": rows}, f, indent=2)
+        print(f"\nResults written to {args.json}.", file=out)
     return 0
 
 
@@ -590,6 +606,9 @@ def build_parser():
                        help="also draw a bar chart of ratios vs numpy (needs matplotlib)")
     bench.add_argument("--markdown", action="store_true",
                        help="print the table as Markdown (for the README)")
+    bench.add_argument("--small-calls", action="store_true",
+                       help="instead, microseconds per small call (a scalar release, a spend, "
+                            "10^3 cells or candidates) beside other DP libraries")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
     bench.set_defaults(func=_bench)
