@@ -12,7 +12,6 @@ import pytest
 
 import dpfast as dp
 from dpfast import cli
-from dpfast.datasets import load_adult
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["dpfast._native", "dpfast.accounting", "dpfast.samplers", "dpfast.rng",
@@ -48,22 +47,6 @@ def test_type_stubs_match_compiled_modules(stub, module):
     for cls, body in re.findall(r"^class (\w+).*?:\n((?:    .*\n|\n)+)", text, flags=re.M):
         methods = set(re.findall(r"^    def (\w+)", body, flags=re.M))
         assert methods <= set(dir(getattr(mod, cls))), cls
-
-
-def test_adult_known_figures():
-    train = load_adult("train")
-    assert len(train["age"]) == 32_561
-    assert int((train["age"] > 50).sum()) == 6_460
-    everyone = load_adult("all")
-    assert len(everyone["age"]) == 48_842
-    values, counts = np.unique(everyone["marital-status"], return_counts=True)
-    assert dict(zip(values.tolist(), counts.tolist())) == {
-        "Married-civ-spouse": 22_379, "Never-married": 16_117, "Divorced": 6_633,
-        "Separated": 1_530, "Widowed": 1_518, "Married-spouse-absent": 628,
-        "Married-AF-spouse": 37}
-    assert train["age"].dtype == np.int64 and train["sex"].dtype.kind == "U"
-    with pytest.raises(ValueError, match="'split'"):
-        load_adult("validation")
 
 
 def test_demo_output(capsys):

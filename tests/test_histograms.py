@@ -6,7 +6,6 @@ from scipy import stats
 import dpfast as dp
 from dpfast import _native
 from dpfast.releases import histograms
-from dpfast.datasets import load_adult
 from refusals import rng_state, spends_nothing
 
 # At epsilon = 1e6 the noise scale is 1e-6, and |K| >= 1 would need U < exp(-1e6): beyond
@@ -19,17 +18,6 @@ def acct():
 
 
 # -- counting is exact ---------------------------------------------------------------------
-def test_adult_known_counts_through_the_public_api():
-    train = load_adult("train")
-    counts, edges = dp.histogram(train["age"], bins=[0, 51, 200], accountant=acct(), **EXACT)
-    assert counts.tolist() == [32_561 - 6_460, 6_460]
-    everyone = load_adult("all")
-    cats = ["Married-civ-spouse", "Never-married", "Divorced", "Separated", "Widowed",
-            "Married-spouse-absent", "Married-AF-spouse"]
-    got = dp.count_categories(everyone["marital-status"], cats, accountant=acct(), **EXACT)
-    assert got.tolist() == [22_379, 16_117, 6_633, 1_530, 1_518, 628, 37]
-
-
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.uint8, np.float64,
                                    np.float32])
 @pytest.mark.parametrize("bins, rng_pair", [(10, (0, 100)), (7, (-3.5, 91.25)), (100, (0, 100)),

@@ -14,7 +14,6 @@ from scipy import integrate, stats
 
 import dpfast as dp
 from dpfast import _native
-from dpfast.datasets import load_adult
 from refusals import rng_state, spends_nothing
 
 CHUNK = _native.CHUNK
@@ -213,36 +212,6 @@ def test_sports_votes_exponential_mechanism(epsilon, monotonic):
     counts = tally(dp.exponential_mechanism, VOTES, 20_000, seed=400 + int(100 * epsilon)
                    + monotonic, candidates=SPORTS, epsilon=epsilon, monotonic=monotonic)
     assert_chi2(counts, softmax(VOTES, epsilon, monotonic=monotonic))
-
-
-def test_adult_marital_status_report_noisy_max_picks_the_mode():
-    col = load_adult("all")["marital-status"]
-    names, counts = np.unique(col, return_counts=True)
-    order = np.argsort(-counts)
-    names, counts = names[order], counts[order]
-    assert names[0] == "Married-civ-spouse" and counts.tolist()[:2] == [22_379, 16_117]
-    # Exact tail: with X, Y iid Laplace(1) (scale D/eps = 1 for counts at eps = 1),
-    # P[X - Y > t] = e^-t (2 + t) / 4, so P[anything else wins] is at most the sum of these
-    # over the other categories (and at least the largest term): about e^-6262.
-    gaps = (counts[0] - counts[1:]).astype(float)
-    log_terms = -gaps + np.log((2 + gaps) / 4)
-    log_p_other = float(np.logaddexp.reduce(log_terms))
-    assert -6270 < log_terms.max() <= log_p_other < -6200
-    # Over n draws, P[any other category at all] <= n e^-6200: the observed frequency must
-    # be 0 (alpha ~ 1e-2690); the softmax (EM, Gumbel) tail is smaller still.
-    g = dp.ChaCha20(500)
-    a = acct()
-    picks = set()
-    for _ in range(1000):
-        picks.add(int(dp.report_noisy_max(counts, epsilon=1.0, monotonic=True, accountant=a,
-                                          rng=g)))
-        picks.add(int(dp.report_noisy_max(counts, epsilon=1.0, monotonic=True, noise="gumbel",
-                                          accountant=a, rng=g)))
-        picks.add(names.tolist().index(dp.exponential_mechanism(
-            counts, epsilon=1.0, monotonic=True, candidates=names.tolist(), accountant=a,
-            rng=g)))
-    assert picks == {0}
-    assert a.spent == (3000.0, 0.0) and len(a) == 3000
 
 
 # -- extreme and degenerate utilities ------------------------------------------------------
