@@ -793,3 +793,13 @@ def test_ledger_entries_stay_three_tuples():
     import pickle
     again = pickle.loads(pickle.dumps(entry))
     assert again == entry and again.block == entry.block and again.charged == entry.charged
+
+
+def test_advanced_accountant_repr_and_huge_group_charges():
+    # The delta' of the repr is the float given; a group charge beyond the float range makes
+    # the advanced bound infinite (so the sequential sum applies) instead of failing.
+    acct = dp.Accountant(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=1e-6)
+    assert "delta_prime=1e-06" in repr(acct)
+    big = dp.Accountant(delta=1e-6, composition="advanced", delta_prime=1e-6, group_size=2)
+    big.spend(1e308)
+    assert big.spent[0] == float("inf")          # 2e308 is beyond the float range

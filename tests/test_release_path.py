@@ -99,6 +99,7 @@ MECHANISMS = {
         {"utilities": VOTES, "epsilon": 1.0},
         COMMON_BAD + SENSITIVITY_BAD + [
             ({"utilities": []}, VE), ({"utilities": [NAN]}, VE), ({"candidates": "abcd"}, TE),
+            ({"candidates": {"a", "b", "c", "d"}}, TE),
             ({"candidates": ["a"]}, VE), ({"monotonic": 1}, TE)]),
     "permute_and_flip": (
         {"utilities": VOTES, "epsilon": 1.0},
@@ -108,6 +109,7 @@ MECHANISMS = {
         {"scores": VOTES, "k": 2, "epsilon": 1.0},
         COMMON_BAD + SENSITIVITY_BAD + [
             ({"k": 0}, VE), ({"k": 5}, VE), ({"k": 2.0}, TE), ({"k": True}, TE),
+            ({"epsilon": 2.0**-1000}, VE),
             ({"scores": [1.0, -INF, -INF]}, VE)]),
 }
 POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],

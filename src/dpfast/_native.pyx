@@ -489,14 +489,13 @@ cdef class Key:
     """
     cdef uint32_t words[8]
 
-    def __cinit__(self, ChaCha20 generator=None):
-        if generator is not None:
-            generator.draw_key(self.words)
+    def __init__(self, ChaCha20 generator not None):
+        generator.draw_key(self.words)
 
     @staticmethod
     def from_bytes(data):
         """The Key whose ``bytes()`` are ``data`` (32 bytes)."""
-        cdef Key key = Key()
+        cdef Key key = Key.__new__(Key)          # words filled below, never left zero
         b = _as_bytes(data, "key", 32)
         for i in range(8):
             key.words[i] = int.from_bytes(b[4 * i:4 * i + 4], "little")

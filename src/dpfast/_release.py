@@ -13,21 +13,36 @@ A kernel is called as ``kernel(generator, threads, *args)``: a ``dpfast._native`
 (which draws the call's key from the generator and hands its chunks to the one driver), or,
 for a release made of several kernel calls, a Python function with the same signature.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._native import CHUNK, ChaCha20
 from .accounting import Accountant, resolve_accountant
 from .rng import resolve_rng, resolve_threads
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    from .rng import RngLike
+
+    _T = TypeVar("_T")
+
 __all__ = ["draw", "release"]
 
 
-def draw(func, rng, threads, size, kernel, *args):
+def draw(func: str, rng: RngLike, threads: int | None, size: int,
+         kernel: Callable[..., _T], *args: object) -> _T:
     """``kernel(generator, threads, *args)`` for a sampler named ``func`` drawing ``size``
     elements: ``rng`` and ``threads`` resolved and checked first."""
     gen = resolve_rng(rng, func)
     return kernel(gen, resolve_threads(threads, func, size), *args)
 
 
-def release(func, accountant, epsilon, delta, rng, threads, size, kernel, *args):
+def release(func: str, accountant: Accountant | None, epsilon: float, delta: float,
+            rng: RngLike, threads: int | None, size: int, kernel: Callable[..., _T],
+            *args: object) -> _T:
     """Charge (``epsilon``, ``delta``) to ``accountant`` (None: the default one), then return
     ``kernel(generator, threads, *args)``.
 

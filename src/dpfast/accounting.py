@@ -28,17 +28,27 @@ Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy"
 import contextvars
 import math
 import numbers
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import _native
 from . import validation as _v
+
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    # An exact amount: an int number of units of 10**-_K, or math.inf.
+    _Amount: TypeAlias = int | float
+    # An (epsilon, delta) pair of exact amounts; the epsilon part is always finite.
+    _Cost: TypeAlias = tuple[int, _Amount]
+    # Accountant._plan's result: (updates, root, old, new, increase).
+    _Plan: TypeAlias = "tuple[list[tuple[_Block, _Cost]], _Block | None, _Cost, _Cost, _Cost]"
 
 __all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "default_accountant",
            "resolve_accountant"]
 
 # Exact amounts are ints in units of 10**-_K (math.inf for an unlimited budget).
 _K = 330
-_UNIT = 10 ** _K
+_UNIT: int = 10 ** _K
 _ZERO = (0, 0)
 
 
@@ -46,7 +56,7 @@ class BudgetExceededError(ValueError):
     """A spend would take an accountant past its budget; nothing was spent."""
 
 
-def _exact(x):
+def _exact(x: float) -> "_Amount":
     """A float >= 0 as the decimal it prints as, in units of 10**-_K, exactly (an int);
     math.inf stays infinite."""
     if x == math.inf:
@@ -54,10 +64,10 @@ def _exact(x):
     mant, _, exp = repr(x + 0.0).partition("e")
     whole, _, frac = mant.partition(".")
     shift = _K + (int(exp) if exp else 0) - len(frac)    # >= 6 for every double
-    return int(whole + frac) * 10 ** shift
+    return int(whole + frac) * 10 ** shift  # type: ignore[no-any-return]  # int ** int: Any
 
 
-def _ceil_amount(x):
+def _ceil_amount(x: float) -> "_Amount":
     """The least exact amount (a whole number of units of 10**-_K) >= the float x >= 0."""
     if x == math.inf:
         return math.inf
@@ -65,7 +75,7 @@ def _ceil_amount(x):
     return -(-p * _UNIT // q)
 
 
-def _float(x):
+def _float(x: "_Amount") -> float:
     """An exact amount as the nearest float (Python's int division rounds correctly)."""
     if isinstance(x, float):
         return x
@@ -75,25 +85,25 @@ def _float(x):
         return math.inf
 
 
-def _add(a, b):
+def _add(a: "_Amount", b: "_Amount") -> "_Amount":
     """a + b for exact amounts, either of which may be infinite (int + inf would convert the
     int to a float, which overflows)."""
     return math.inf if a == math.inf or b == math.inf else a + b
 
 
-def _sub(a, b):
+def _sub(a: "_Amount", b: "_Amount") -> "_Amount":
     """a - b for exact amounts, a possibly infinite, b finite."""
     return math.inf if a == math.inf else a - b
 
 
 # Conversions of the epsilons and deltas seen so far (a few distinct values in practice),
 # keyed by the float itself; emptied if it ever grows past _CACHE_MAX.
-_eps_cache = {}
-_delta_cache = {}
+_eps_cache: "dict[float, int]" = {}
+_delta_cache: "dict[float, int]" = {}
 _CACHE_MAX = 4096
 
 
-def _amount(value, name, func):
+def _amount(value: float, name: str, func: str) -> int:
     """A validated epsilon (a float > 0) or delta (in [0, 1)) as an exact amount."""
     cache = _eps_cache if name == "epsilon" else _delta_cache
     if type(value) is float:
@@ -103,11 +113,12 @@ def _amount(value, name, func):
     x = _v.check_epsilon(value, func) if name == "epsilon" else _v.check_delta(value, func)
     if len(cache) >= _CACHE_MAX:
         cache.clear()
-    cache[x] = amount = _exact(x)
+    amount: int
+    cache[x] = amount = _exact(x)    # type: ignore[assignment]  # x is finite: an int
     return amount
 
 
-def _up(x, ulps=1):
+def _up(x: float, ulps: int = 1) -> float:
     """``x`` moved ``ulps`` floats towards +inf.
 
     Correctly rounded operations (+, *, sqrt) are within half an ulp, so one step up gives an
@@ -119,7 +130,7 @@ def _up(x, ulps=1):
     return x
 
 
-def _float_up(x, unit=_UNIT):
+def _float_up(x: "_Amount", unit: int = _UNIT) -> float:
     """The smallest float >= x / unit for an int x >= 0 (inf beyond the float range)."""
     if isinstance(x, float):
         return x
@@ -131,7 +142,7 @@ def _float_up(x, unit=_UNIT):
     return math.nextafter(f, math.inf) if p * unit < x * q else f
 
 
-def _exp_up(x):
+def _exp_up(x: int) -> float:
     """An upper bound on exp(x / 10**_K) for an exact amount x >= 0, as a float (inf on
     overflow)."""
     try:
@@ -140,7 +151,7 @@ def _exp_up(x):
         return math.inf
 
 
-def _loss_term(eps):
+def _loss_term(eps: int) -> int | None:
     """Upper bound on eps * (e^eps - 1), the mean privacy loss term of advanced composition,
     as an exact amount, or None when it is beyond the float range."""
     if eps == 0:
@@ -150,16 +161,18 @@ def _loss_term(eps):
         m = _up(math.expm1(x), 2)
     except OverflowError:
         return None
+    if math.isinf(m) or math.isinf(x):
+        return None
     (p1, q1), (p2, q2) = x.as_integer_ratio(), m.as_integer_ratio()
     return -(-p1 * p2 * _UNIT // (q1 * q2))             # x * m, rounded up
 
 
-def _log_inv_up(delta_prime):
+def _log_inv_up(delta_prime: float) -> float:
     """Upper bound on ln(1/delta_prime), as a float."""
     return _up(-math.log(delta_prime), 2)
 
 
-def _advanced_epsilon(sum_sq, loss, n_inf, log_inv):
+def _advanced_epsilon(sum_sq: int, loss: int, n_inf: int, log_inv: float) -> "_Amount":
     """sqrt(2 ln(1/delta') * sum eps_i^2) + sum eps_i (e^eps_i - 1), rounded up.
 
     ``sum_sq`` is the exact sum of squares (in units of 10**-2K), ``loss`` an exact sum of
@@ -211,17 +224,22 @@ class LedgerEntry(_LedgerFields):
 
     # No __slots__: a tuple subclass cannot have non-empty ones, and the two attributes
     # below must stay out of the tuple for backward compatibility.
-    def __new__(cls, epsilon, delta, label=None, block=(), charged=(0.0, 0.0)):
+    block: "tuple[str, ...]"
+    charged: "tuple[float, float]"
+
+    def __new__(cls, epsilon: float, delta: float, label: object = None,
+                block: "tuple[str, ...]" = (),
+                charged: "tuple[float, float]" = (0.0, 0.0)) -> "LedgerEntry":
         self = super().__new__(cls, epsilon, delta, label)
         self.block = block
         self.charged = charged
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"LedgerEntry(epsilon={self.epsilon!r}, delta={self.delta!r}, "
                 f"label={self.label!r}, block={self.block!r}, charged={self.charged!r})")
 
-    def __reduce__(self):
+    def __reduce__(self) -> "tuple[type[LedgerEntry], tuple[object, ...]]":
         return (LedgerEntry, (*self, self.block, self.charged))
 
 
@@ -229,39 +247,40 @@ _PARALLEL, _PARTITION = "parallel", "partition"
 
 # Open parallel()/partition() blocks of every accountant, innermost last. A context variable,
 # like the default-accountant stack, so each thread and asyncio task has its own.
-_blocks = contextvars.ContextVar("dpfast_accountant_blocks", default=())
+_blocks: "contextvars.ContextVar[tuple[_Block, ...]]" = contextvars.ContextVar(
+    "dpfast_accountant_blocks", default=())
 
 
 class _Block:
     """A parallel block or a partition (one branch of a parallel block); see
     :meth:`Accountant.parallel` and :meth:`Accountant.partition`."""
 
-    def __init__(self, acct, kind, label):
+    def __init__(self, acct: "Accountant", kind: str, label: str | None) -> None:
         self._acct = acct
         self._kind = kind
         self._label = label
-        self._parent = None
-        self._path = None
+        self._parent: _Block | None = None
+        self._path: tuple[str, ...] | None = None
         # Cost for one individual (before group scaling): the sum of the children for a
         # partition, the componentwise maximum over the children for a parallel block.
-        self._cost = _ZERO
+        self._cost: _Cost = _ZERO
         # For an outermost block only: its group-scaled cost, as charged to the accountant.
-        self._charged = _ZERO
-        self._unit = None       # its index in Accountant._block_units, once charged
+        self._charged: _Cost = _ZERO
+        self._unit: int | None = None       # its index in Accountant._block_units, once charged
         self._entered = False
 
     @property
-    def cost(self):
+    def cost(self) -> "tuple[float, float]":
         """(epsilon, delta) of this block so far, for one individual (before group scaling)."""
         with self._acct._tally:
             return _float(self._cost[0]), _float(self._cost[1])
 
     @property
-    def path(self):
+    def path(self) -> "tuple[str, ...] | None":
         """Names of the enclosing blocks and this one, outermost first (None until entered)."""
         return self._path
 
-    def __enter__(self):
+    def __enter__(self) -> "_Block":
         acct = self._acct
         if self._entered:
             raise RuntimeError(f"This {self._kind} block has already been entered; call "
@@ -277,11 +296,12 @@ class _Block:
             name = self._label if self._label is not None else f"{self._kind}-{acct._n_blocks}"
         self._entered = True
         self._parent = parent
-        self._path = (parent._path if parent else ()) + (name,)
+        # A block on the stack has been entered, so its _path is set.
+        self._path = (parent._path if parent else ()) + (name,)  # type: ignore[operator]
         _blocks.set(_blocks.get() + (self,))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> "Literal[False]":
         stack = _blocks.get()
         if not stack or stack[-1] is not self:
             raise RuntimeError(f"Accountant {self._kind} block exited out of order.")
@@ -289,7 +309,7 @@ class _Block:
         _blocks.set(stack[:-1])
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         eps, dlt = self.cost
         return f"<{self._kind} block {self._path!r}: cost (epsilon={eps!r}, delta={dlt!r})>"
 
@@ -357,8 +377,10 @@ class Accountant:
     (3.0, 0.0)
     """
 
-    def __init__(self, epsilon=math.inf, delta=0.0, *, group_size=1, composition="basic",
-                 delta_prime=None):
+    def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,
+                 group_size: int | numbers.Integral = 1,
+                 composition: "Literal['basic', 'advanced']" = "basic",
+                 delta_prime: float | None = None) -> None:
         func = "Accountant"
         if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
             eps = math.inf
@@ -391,50 +413,50 @@ class Accountant:
                     f"The 'delta_prime' parameter of {func} must be at most the delta budget "
                     f"({dlt!r}), or advanced composition could never fit. "
                     f"Got {delta_prime!r} instead.")
-            self._delta_prime = _exact(dp_)
-            self._log_inv = _log_inv_up(dp_)
+            self._delta_prime: _Amount | None = _exact(dp_)
+            self._log_inv: float = _log_inv_up(dp_)
         else:
             self._delta_prime = None
-        self._k = int(group_size)
-        self._budget = (_exact(eps), _exact(dlt))
+        self._k: int = int(group_size)
+        self._budget: tuple[_Amount, _Amount] = (_exact(eps), _exact(dlt))
         # Spent so far and the raw record of spends, under the tally's lock.
-        self._tally = _native.Tally(self._budget)
+        self._tally: _native.Tally = _native.Tally(self._budget)
         # The group-scaled cost of each outermost parallel block, for advanced composition
         # (each block keeps and updates its own slot; a spend outside blocks is its own
         # ledger record's charge).
-        self._block_units = []
+        self._block_units: list[_Cost] = []
         # Running sums for composition="advanced": sum eps_i^2 (exact), sum of the loss terms
         # (exact sum of upper bounds) and how many loss terms overflowed.
-        self._sum_sq = 0
-        self._loss = 0
-        self._n_inf = 0
-        self._n_blocks = 0
+        self._sum_sq: int = 0
+        self._loss: int = 0
+        self._n_inf: int = 0
+        self._n_blocks: int = 0
         # Neither groups nor advanced composition: spends outside blocks take a short path.
-        self._simple = self._k == 1 and self._delta_prime is None
+        self._simple: bool = self._k == 1 and self._delta_prime is None
 
     # -- queries ---------------------------------------------------------------------
     @property
-    def epsilon(self):
+    def epsilon(self) -> float:
         """The epsilon budget."""
         return _float(self._budget[0])
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """The delta budget."""
         return _float(self._budget[1])
 
     @property
-    def group_size(self):
+    def group_size(self) -> int:
         """The number of records each guarantee covers (1 = individuals)."""
         return self._k
 
     @property
-    def composition(self):
+    def composition(self) -> "Literal['basic', 'advanced']":
         """``"basic"`` or ``"advanced"``: how spends are composed for budget checks."""
         return "basic" if self._delta_prime is None else "advanced"
 
     @property
-    def spent(self):
+    def spent(self) -> "tuple[float, float]":
         """(epsilon, delta) spent so far.
 
         The sequential sum, or with ``composition="advanced"`` the advanced composition bound
@@ -444,12 +466,12 @@ class Accountant:
             return self._reported()
 
     @property
-    def remaining(self):
+    def remaining(self) -> "tuple[float, float]":
         """(epsilon, delta) still available: the budget minus :attr:`spent`."""
         with self._tally:
             return self._remaining()
 
-    def _remaining(self):
+    def _remaining(self) -> "tuple[float, float]":
         eps, dlt = self._reported_exact()
         if eps is not self._tally.spent[0]:
             # Subtract (a decimal just above) the rounded-up advanced epsilon that `spent`
@@ -458,38 +480,40 @@ class Accountant:
         return (_float(_sub(self._budget[0], eps)), _float(_sub(self._budget[1], dlt)))
 
     @property
-    def ledger(self):
+    def ledger(self) -> "list[LedgerEntry]":
         """List of :class:`LedgerEntry` (epsilon, delta, label) for every spend, in order."""
         with self._tally:
             records = list(self._tally.records)
         return [LedgerEntry(float(e), float(d), label, path, (_float(inc[0]), _float(inc[1])))
                 for e, d, label, path, inc in records]
 
-    def __len__(self):
+    def __len__(self) -> int:
         with self._tally:
             return len(self._tally.records)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         eps, dlt = self.spent
         extra = "" if self._k == 1 else f", group_size={self._k}"
         if self._delta_prime is not None:
-            extra += f", composition='advanced', delta_prime={float(self._delta_prime)!r}"
+            extra += f", composition='advanced', delta_prime={_float(self._delta_prime)!r}"
         return (f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}{extra}; "
                 f"spent=({eps!r}, {dlt!r}) over {len(self)} spends)")
 
-    def _advanced_exact(self, sum_sq, loss, n_inf, basic_delta):
+    def _advanced_exact(self, sum_sq: int, loss: int, n_inf: int,
+                        basic_delta: "_Amount") -> "tuple[_Amount, _Amount]":
+        # Only called with composition="advanced", where _delta_prime is set.
         return (_advanced_epsilon(sum_sq, loss, n_inf, self._log_inv),
-                basic_delta + self._delta_prime)
+                basic_delta + self._delta_prime)  # type: ignore[operator]
 
-    def _within(self, eps, dlt):
+    def _within(self, eps: "_Amount", dlt: "_Amount") -> bool:
         return eps <= self._budget[0] and dlt <= self._budget[1]
 
-    def _units(self):
+    def _units(self) -> "list[_Cost]":
         """Group-scaled (epsilon, delta) of every outermost charge: spends outside blocks and
         whole outermost parallel blocks; call with the lock held."""
         return [c for *_, path, c in self._tally.records if not path] + self._block_units
 
-    def _reported_exact(self):
+    def _reported_exact(self) -> "tuple[_Amount, _Amount]":
         """Spent, as exact amounts (an int or inf each); call with the lock held."""
         if self._delta_prime is not None and self._tally.records:
             adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._tally.spent[1])
@@ -497,7 +521,7 @@ class Accountant:
                 return adv
         return self._tally.spent
 
-    def _reported(self):
+    def _reported(self) -> "tuple[float, float]":
         eps, dlt = self._reported_exact()
         if eps is not self._tally.spent[0]:
             # The advanced epsilon is a bound computed in floats: never report it rounded
@@ -505,7 +529,7 @@ class Accountant:
             return _float_up(eps), _float(dlt)
         return _float(eps), _float(dlt)
 
-    def advanced_composition(self, delta_prime):
+    def advanced_composition(self, delta_prime: float) -> "tuple[float, float]":
         """The advanced composition bound for the spends so far.
 
         For outermost charges (eps_i, delta_i) (spends outside any block and whole outermost
@@ -561,7 +585,7 @@ class Accountant:
         return _float_up(eps), _float(basic_delta + _exact(dp_))
 
     # -- blocks ----------------------------------------------------------------------
-    def parallel(self, *, label=None):
+    def parallel(self, *, label: str | None = None) -> _Block:
         """A block whose spends are each on a disjoint partition of the data.
 
         Inside ``with acct.parallel():`` every spend of ``acct`` is one partition, unless it
@@ -609,7 +633,7 @@ class Accountant:
         """
         return _Block(self, _PARALLEL, _check_label(label, "Accountant.parallel"))
 
-    def partition(self, *, label=None):
+    def partition(self, *, label: str | None = None) -> _Block:
         """One partition of the enclosing ``parallel()`` block: spends inside add up.
 
         Must be used directly inside ``with acct.parallel():`` (RuntimeError otherwise). It
@@ -638,14 +662,14 @@ class Accountant:
         """
         return _Block(self, _PARTITION, _check_label(label, "Accountant.partition"))
 
-    def _innermost_block(self):
+    def _innermost_block(self) -> _Block | None:
         for block in reversed(_blocks.get()):
             if block._acct is self:
                 return block
         return None
 
     # -- spending --------------------------------------------------------------------
-    def _group(self, cost):
+    def _group(self, cost: "_Cost") -> "_Cost":
         """Group privacy for k records: (k eps, k e^{(k-1)eps} delta), delta rounded up."""
         eps, dlt = cost
         k = self._k
@@ -659,16 +683,18 @@ class Accountant:
         p, q = grow.as_integer_ratio()
         return (k * eps, -(-k * p * dlt // q))          # k * grow * delta, rounded up
 
-    def _plan(self, e, d):
+    def _plan(self, e: int, d: int) -> "_Plan":
         """What a spend of (e, d) here would change; call with the lock held.
 
         Returns (updates, root, old, new, increase): the new cost of each enclosing block,
         the outermost block (or None), the outermost charge before and after (group-scaled)
         and the increase of the sequential total.
         """
+        old_child: _Cost
+        new_child: _Cost
         old_child, new_child = _ZERO, (e, d)
-        updates = []
-        root = None
+        updates: list[tuple[_Block, _Cost]] = []
+        root: _Block | None = None
         block = self._innermost_block()
         while block is not None:
             c = block._cost
@@ -689,7 +715,7 @@ class Accountant:
         increase = (new[0] - old[0], _sub(new[1], old[1]))
         return updates, root, old, new, increase
 
-    def _advanced_sums(self, old, new):
+    def _advanced_sums(self, old: "_Cost", new: "_Cost") -> "tuple[int, int, int]":
         """The advanced-composition running sums with one outermost charge replaced."""
         sum_sq = self._sum_sq - old[0] * old[0] + new[0] * new[0]
         loss, n_inf = self._loss, self._n_inf
@@ -700,7 +726,7 @@ class Accountant:
                 loss += sign * term
         return sum_sq, loss, n_inf
 
-    def _fits_plan(self, old, new, increase):
+    def _fits_plan(self, old: "_Cost", new: "_Cost", increase: "_Cost") -> bool:
         """Whether the planned state is within budget; call with the lock held."""
         total = (self._tally.spent[0] + increase[0], _add(self._tally.spent[1], increase[1]))
         if self._within(*total):
@@ -710,7 +736,7 @@ class Accountant:
         adv = self._advanced_exact(*self._advanced_sums(old, new), total[1])
         return self._within(*adv)
 
-    def check(self, epsilon, delta=0.0):
+    def check(self, epsilon: float, delta: float = 0.0) -> bool:
         """True if a spend of (epsilon, delta) here would fit in the remaining budget.
 
         Accounts for the group size, the open parallel/partition blocks of this context and
@@ -730,7 +756,7 @@ class Accountant:
             _, _, old, new, increase = self._plan(e, d)
             return self._fits_plan(old, new, increase)
 
-    def spend(self, epsilon, delta=0.0, *, label=None):
+    def spend(self, epsilon: float, delta: float = 0.0, *, label: object = None) -> None:
         """Charge (epsilon, delta) to the budget, or raise and charge nothing.
 
         Inside ``with acct.parallel():`` the charge is the increase of the block's cost;
@@ -781,7 +807,8 @@ class Accountant:
             self._tally.records.append((epsilon, delta, label,
                                         updates[0][0]._path if updates else (), charge))
 
-    def _refusal(self, epsilon, delta, charge, in_block):
+    def _refusal(self, epsilon: float, delta: float, charge: "_Cost",
+                 in_block: bool) -> BudgetExceededError:
         """The error for a spend that does not fit; call with the lock held."""
         rem_e, rem_d = self._remaining()
         how = ""
@@ -798,11 +825,11 @@ class Accountant:
             "use a smaller epsilon/delta or a new Accountant with a larger budget.")
 
     # -- default-accountant context --------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> "Accountant":
         _stack.set(_stack.get() + (self,))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> "Literal[False]":
         stack = _stack.get()
         if not stack or stack[-1] is not self:
             raise RuntimeError("Accountant context exited out of order.")
@@ -810,18 +837,19 @@ class Accountant:
         return False
 
 
-def _check_label(label, func):
+def _check_label(label: object, func: str) -> str | None:
     if label is not None and not isinstance(label, str):
         raise TypeError(f"The 'label' parameter of {func} must be a str or None. "
                         f"Got {label!r} instead.")
     return label
 
 
-_stack = contextvars.ContextVar("dpfast_accountant_stack", default=())
+_stack: "contextvars.ContextVar[tuple[Accountant, ...]]" = contextvars.ContextVar(
+    "dpfast_accountant_stack", default=())
 _process_default = Accountant()
 
 
-def default_accountant():
+def default_accountant() -> Accountant:
     """The accountant that mechanisms charge when called with ``accountant=None``.
 
     Inside ``with acct:`` that is ``acct``; otherwise a process-wide accountant with an
@@ -831,7 +859,7 @@ def default_accountant():
     return stack[-1] if stack else _process_default
 
 
-def resolve_accountant(accountant, func):
+def resolve_accountant(accountant: Accountant | None, func: str) -> Accountant:
     """``accountant`` itself, or the default one for ``None``; TypeError for anything else."""
     if accountant is None:
         return default_accountant()

@@ -14,6 +14,7 @@ import numbers
 import sys
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TextIO
 
 import numpy as np
 
@@ -27,12 +28,20 @@ from .rng import default_threads
 from .samplers import MAX_DISCRETE_SCALE
 from .validation import MIN_SCALE
 
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import TypeVar
+
+    from numpy.typing import ArrayLike, NDArray
+
+    _T = TypeVar("_T")
+
 
 class CLIError(ValueError):
     """A problem with the command's arguments or input: reported as one line, exit code 2."""
 
 
-def _optional(module, package, purpose):
+def _optional(module: str, package: str, purpose: str) -> "ModuleType":
     """Import an optional dependency, or fail with the pip command that installs it."""
     try:
         return importlib.import_module(module)
@@ -41,7 +50,7 @@ def _optional(module, package, purpose):
                        f"pip install {package}") from None
 
 
-def _budget_for(epsilons):
+def _budget_for(epsilons: Iterable[float]) -> float:
     """Smallest float budget that the accountant's exact decimal arithmetic lets cover all."""
     total = sum(Fraction(repr(e)) for e in epsilons)
     budget = float(total)
@@ -50,7 +59,7 @@ def _budget_for(epsilons):
     return budget
 
 
-def _seed_note(seed):
+def _seed_note(seed: int) -> str:
     return (f"(seed {seed}: reproducible noise for demonstration; anyone who knows the seed "
             "can remove it,\n so real releases use the default, OS-keyed generator)")
 
@@ -68,7 +77,7 @@ DEMO_RELEASES = 3
 DEMO_LABEL = "DEMO ONLY - a real release never shows true counts."
 
 
-def _check_epsilon(eps):
+def _check_epsilon(eps: float) -> None:
     """Up front, so that a bad epsilon stops the command before it reads or prints anything."""
     if not MIN_SCALE <= 1.0 / eps <= MAX_DISCRETE_SCALE:
         raise CLIError(f"--epsilon must be in [{1 / MAX_DISCRETE_SCALE:g}, {1 / MIN_SCALE:g}] "
@@ -76,7 +85,7 @@ def _check_epsilon(eps):
                        f"{eps!r} instead.")
 
 
-def _demo(args, out):
+def _demo(args: argparse.Namespace, out: TextIO) -> int:
     eps = args.epsilon
     _check_epsilon(eps)
     if args.plot is not None:
@@ -104,10 +113,11 @@ def _demo(args, out):
     age_labels = [f"[{lo:g}, {hi:g})" for lo, hi in zip(edges[:-1], edges[1:])]
     age_labels[-1] = age_labels[-1][:-1] + "]"
 
-    def p(line=""):
+    def p(line: str = "") -> None:
         print(line, file=out)
 
-    def table(heading, labels, true, noisy):
+    def table(heading: str, labels: Iterable[str], true: Iterable[Any],
+              noisy: Iterable[Any]) -> None:
         p(f"   {DEMO_LABEL}")
         p(f"   {heading:<24}{'true':>10}{'noisy':>10}{'noisy - true':>15}")
         for label, t, n in zip(labels, true, noisy):
@@ -154,21 +164,22 @@ def _demo(args, out):
     return 0
 
 
-def _check_png(path):
+def _check_png(path: str) -> None:
     if Path(path).suffix.lower() != ".png":
         raise CLIError(f"--plot writes a PNG image: give a file name ending in .png. "
                        f"Got {path!r} instead.")
     _check_directory(path, "--plot")
 
 
-def _check_directory(path, option):
+def _check_directory(path: str, option: str) -> None:
     """Found before any release, so that its noisy values are not drawn only to be lost."""
     if not Path(path).resolve().parent.is_dir():
         raise CLIError(f"{option} {str(path)!r}: the directory {str(Path(path).parent)!r} "
                        "does not exist.")
 
 
-def _demo_plot(path, eps, ages, marital):
+def _demo_plot(path: str, eps: float, ages: "tuple[Sequence[str], ArrayLike, ArrayLike]",
+               marital: "tuple[Sequence[str], ArrayLike, ArrayLike]") -> None:
     """Grouped bars, true next to noisy, for the age histogram and the marital table."""
     _optional("matplotlib", "matplotlib", "--plot")
     # The object-oriented API with the Agg canvas: no display needed, and no global pyplot
@@ -201,7 +212,7 @@ MISSING = ("", "?")
 OTHER_LABEL = "(other)"
 
 
-def _read_column(path, column):
+def _read_column(path: str, column: str) -> tuple[Sequence[object], Callable[[int], str]]:
     """(values, where): the column's raw values, and where(i) naming record i's position."""
     if not Path(path).is_file():
         raise CLIError(f"FILE {path!r} is not a file.")
@@ -210,7 +221,7 @@ def _read_column(path, column):
     return _read_csv_column(path, column)
 
 
-def _column_index(header, column, path):
+def _column_index(header: list[str], column: str, path: str) -> int:
     if column not in header:
         shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
         raise CLIError(f"--column {column!r} is not a column of {path} (its columns: "
@@ -221,7 +232,7 @@ def _column_index(header, column, path):
     return header.index(column)
 
 
-def _read_csv_column(path, column):
+def _read_csv_column(path: str, column: str) -> tuple[list[str], Callable[[int], str]]:
     values, lines = [], []
     # utf-8-sig: spreadsheet exports often start with a byte-order mark that would otherwise
     # become part of the first column's name.
@@ -243,27 +254,30 @@ def _read_csv_column(path, column):
     return values, lambda i: f"{path}, line {lines[i]}"
 
 
-def _read_parquet_column(path, column):
+def _read_parquet_column(path: str,
+                         column: str) -> tuple[list[Any], Callable[[int], str]]:
     pq = _optional("pyarrow.parquet", "pyarrow", "Reading a Parquet file")
     _column_index(list(pq.read_schema(path).names), column, path)
     values = pq.read_table(path, columns=[column]).column(column).to_pylist()
     return values, lambda i: f"{path}, row {i + 1}"
 
 
-def _is_missing(value):
+def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, str) and value.strip() in MISSING)
 
 
-def _missing_error(where, value, column):
+def _missing_error(where: str, value: object, column: str) -> CLIError:
     shown = "(null)" if value is None else repr(value)
     return CLIError(f"{where}: missing value {shown} in column {column!r}. Pass "
                     "--drop-missing to drop records with a missing value before counting.")
 
 
-def _numeric_values(values, where, column, drop_missing):
+def _numeric_values(values: Iterable[object], where: Callable[[int], str], column: str,
+                    drop_missing: bool) -> "NDArray[np.int64] | NDArray[np.float64]":
     """The column as int64 (every value an integer) or float64; missing values dropped or
     an error."""
-    parsed = []
+    parsed: list[float] = []
+    x: Any  # int or float: a parsed str, or a numbers.Real from a Parquet file
     for i, v in enumerate(values):
         if _is_missing(v):
             if drop_missing:
@@ -292,10 +306,12 @@ def _numeric_values(values, where, column, drop_missing):
     return np.array(parsed, dtype=np.float64)
 
 
-def _category_values(values, where, column, categories, other, drop_missing):
+def _category_values(values: Iterable[object], where: Callable[[int], str], column: str,
+                     categories: Iterable[str], other: bool,
+                     drop_missing: bool) -> "NDArray[np.object_]":
     """The column as text; None where the value goes to the "other" cell."""
     listed = set(categories)
-    kept = []
+    kept: list[str | None] = []
     for i, v in enumerate(values):
         text = None if v is None else str(v).strip()
         if text in listed:
@@ -315,7 +331,7 @@ def _category_values(values, where, column, categories, other, drop_missing):
     return np.array(kept, dtype=object)
 
 
-def _parse_bins(text):
+def _parse_bins(text: str) -> "tuple[int, tuple[float, float]] | tuple[list[float], None]":
     """(bins, range) for dp.histogram, from "e0,e1,...,ek" or "N:LOW:HIGH"."""
     rule = ("--bins must be comma-separated increasing edges such as 0,18,65,100, or "
             "N:LOW:HIGH for N equal bins over the public range [LOW, HIGH]")
@@ -342,7 +358,7 @@ def _parse_bins(text):
     return edges, None
 
 
-def _parse_categories(text, other):
+def _parse_categories(text: str, other: bool) -> list[str]:
     cats = [c.strip() for c in text.split(",")]
     if any(not c for c in cats):
         raise CLIError(f"--categories must be comma-separated non-empty names. Got {text!r} "
@@ -357,14 +373,15 @@ def _parse_categories(text, other):
     return cats
 
 
-def _edge_text(x):
+def _edge_text(x: float) -> str:
     x = float(x)
     return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
 
 
-def _histogram(args, out):
+def _histogram(args: argparse.Namespace, out: TextIO) -> int:
     if args.other and args.categories is None:
         raise CLIError("--other only applies to --categories.")
+    bins: Any  # int with a public range, or the list of edges: see _parse_bins
     if args.bins is not None:
         bins, public_range = _parse_bins(args.bins)
         cells = bins if public_range is not None else len(bins) - 1
@@ -380,6 +397,7 @@ def _histogram(args, out):
     acct = Accountant(epsilon=args.epsilon)
     common = dict(epsilon=args.epsilon, accountant=acct, postprocess=args.postprocess,
                   rng=args.seed)
+    data: NDArray[Any]
     if args.bins is not None:
         data = _numeric_values(values, where, args.column, args.drop_missing)
         noisy, edges = histogram(data, bins=bins, range=public_range, **common)
@@ -412,14 +430,14 @@ def _histogram(args, out):
     return 0
 
 
-def _write_csv(f, header, rows):
+def _write_csv(f: TextIO, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
     writer = csv.writer(f, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
 
 
 # -- dpfast info ------------------------------------------------------------------------
-def _info(args, out):
+def _info(args: argparse.Namespace, out: TextIO) -> int:
     print(f"dpfast {__version__}", file=out)
     print(f"instruction set (keystream and samplers): {_native.simd_impl()}", file=out)
     print(f"threads: {'yes' if _native.have_threads() else 'no (kernels run on one thread)'}",
@@ -429,7 +447,7 @@ def _info(args, out):
 
 
 # -- dpfast bench -----------------------------------------------------------------------
-def _bench(args, out):
+def _bench(args: argparse.Namespace, out: TextIO) -> int:
     from . import benchmarks
     from .benchmarks import suite
 
@@ -465,7 +483,7 @@ def _bench(args, out):
     return 0
 
 
-def _bench_small_calls(args, out, repeat):
+def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int) -> int:
     from .benchmarks import small_calls
 
     calls = 200 if args.quick else 2000
@@ -479,12 +497,13 @@ def _bench_small_calls(args, out, repeat):
 
 
 # -- arguments --------------------------------------------------------------------------
-def _arg(convert, ok, rule):
+def _arg(convert: "Callable[[str], _T]", ok: "Callable[[_T], bool]",
+         rule: str) -> "Callable[[str], _T]":
     """An argparse type: ``convert`` the text, then require ``ok`` of the value; the error
     says ``rule`` (with the text given)."""
     kind = "an integer" if convert is int else "a number"
 
-    def parse(text):
+    def parse(text: str) -> "_T":
         try:
             x = convert(text)
         except ValueError:
@@ -519,7 +538,7 @@ Output: CSV with columns bin_low,bin_high,noisy_count or category,noisy_count. A
 counts are never printed."""
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpfast", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dpfast {__version__}")
@@ -615,12 +634,13 @@ def build_parser():
     return parser
 
 
-def main(argv=None, out=None, err=None):
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.err = err or sys.stderr
     try:
-        return args.func(args, out or sys.stdout)
+        return int(args.func(args, out or sys.stdout))
     # Bad parameters or input (ValueError/TypeError from the library name the parameter;
     # OSError names the file): a message, not a traceback.
     except (TypeError, ValueError, OSError, csv.Error, MemoryError) as exc:

@@ -1,16 +1,31 @@
 """Randomness: the ChaCha20 generator, how ``rng=`` arguments are read, thread counts."""
+from __future__ import annotations
+
 import os
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import validation as _v
 from ._native import CHUNK, ChaCha20
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TypeAlias
+
+    from numpy.typing import NDArray
+
+    # Type-checking only (not defined at run time): what ``rng=`` arguments and seeds may be.
+    RngLike: TypeAlias = (ChaCha20 | np.random.Generator | np.random.SeedSequence | int
+                          | np.integer[Any] | None)
+    SeedLike: TypeAlias = (int | np.integer[Any] | Sequence[int] | NDArray[np.integer[Any]]
+                           | np.random.SeedSequence | None)
+
 __all__ = ["ChaCha20", "default_rng", "default_threads", "resolve_rng", "resolve_threads"]
 
 
-def default_rng(seed=None):
+def default_rng(seed: SeedLike = None) -> np.random.Generator:
     """default_rng(seed=None)
 
     A ``numpy.random.Generator`` over :class:`ChaCha20`.
@@ -27,11 +42,11 @@ def default_rng(seed=None):
     return np.random.Generator(ChaCha20(seed))
 
 
-_global = None
+_global: ChaCha20 | None = None
 _global_lock = threading.Lock()
 
 
-def _reset_global_after_fork():
+def _reset_global_after_fork() -> None:
     # A forked child must not replay its parent's keystream, nor inherit a lock that a
     # thread of the parent held at the fork.
     global _global, _global_lock
@@ -43,7 +58,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_global_after_fork)
 
 
-def _global_rng():
+def _global_rng() -> ChaCha20:
     global _global
     with _global_lock:
         if _global is None:
@@ -51,12 +66,12 @@ def _global_rng():
         return _global
 
 
-def resolve_rng(rng, func):
+def resolve_rng(rng: RngLike, func: str) -> ChaCha20:
     """The :class:`ChaCha20` that ``rng=`` designates.
 
     ``None``: a process-wide generator keyed from ``os.urandom`` (re-keyed in forked
     children). A ``ChaCha20`` or a ``numpy.random.Generator`` over one: that generator, whose
-    stream advances. An int, a sequence of ints or a ``SeedSequence``: a new ``ChaCha20`` from
+    stream advances. An int or a ``SeedSequence``: a new ``ChaCha20`` from
     that seed (reproducible). Anything else, including a Generator over a non-cryptographic
     bit generator, is a ``TypeError``.
     """
@@ -84,10 +99,10 @@ def resolve_rng(rng, func):
                     f"Got {rng!r} instead.")
 
 
-def default_threads():
+def default_threads() -> int:
     """Threads to use when ``threads=None``: ``OMP_NUM_THREADS`` if set, else usable CPUs."""
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if env.isdigit() and int(env) >= 1:
+    if env.isascii() and env.isdigit() and int(env) >= 1:
         return min(int(env), _v.MAX_THREADS)
     try:
         n = len(os.sched_getaffinity(0))
@@ -96,7 +111,7 @@ def default_threads():
     return max(1, min(n, _v.MAX_THREADS))
 
 
-def resolve_threads(threads, func, size=None):
+def resolve_threads(threads: int | None, func: str, size: int | None = None) -> int:
     """Validated thread count: ``threads`` if given, else :func:`default_threads`; 1 for a
     call on ``size`` <= CHUNK elements, which runs on the calling thread whatever the count."""
     t = _v.check_threads(threads, func)

@@ -80,13 +80,27 @@ but independent of the value it returns (a property of rejection sampling), so t
 not reveal the noise; the extra words of the uniform's slow path (probability 2**-11 per
 word, see the Laplace section above) are the only value-dependent cost.
 """
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from . import _native
 from . import validation as _v
 from ._release import draw
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    from numpy.typing import NDArray
+
+    from .rng import RngLike
+
+    # An output shape: an int or a tuple of ints (``None``, a scalar, is handled apart).
+    _Size: TypeAlias = int | tuple[int, ...]
 
 __all__ = [
     "GRANULARITY_BITS",
@@ -115,24 +129,24 @@ GRID_BITS = 20
 MAX_DISCRETE_SIGMA = 2.0**39
 
 
-def _power_of_two_at_least(x, bits):
+def _power_of_two_at_least(x: float, bits: int) -> float:
     """The smallest power of two >= x * 2**-bits."""
     m, e = math.frexp(x)            # x = m 2^e, m in [0.5, 1)
     return math.ldexp(1.0, e - 1 - bits) if m == 0.5 else math.ldexp(1.0, e - bits)
 
 
-def laplace_grid(scale):
+def laplace_grid(scale: float) -> tuple[float, float]:
     """(g, t): the grid step of Laplace noise of this scale and t = scale/g (exact)."""
     g = _power_of_two_at_least(scale, GRANULARITY_BITS)
     return g, scale / g
 
 
-def gaussian_grid(sigma):
+def gaussian_grid(sigma: float) -> float:
     """The grid step of Gaussian noise of this sigma."""
     return _power_of_two_at_least(sigma, GRID_BITS)
 
 
-def eta(t):
+def eta(t: float) -> float:
     """The floating-point term of the privacy bound of discrete Laplace noise with parameter
     t (see the module docstring)."""
     err = (t + 1.0) * FP_ERROR
@@ -141,7 +155,17 @@ def eta(t):
     return 2 * err / t + math.log1p(2 * err) - math.log1p(-2 * err)
 
 
-def _sample(func, size, rng, threads, dtype, kernel, *params):
+@overload
+def _sample(func: str, size: _Size | None, rng: RngLike, threads: int | None,
+            dtype: type[np.float64], kernel: Callable[..., object],
+            *params: float) -> float | NDArray[np.float64]: ...
+@overload
+def _sample(func: str, size: _Size | None, rng: RngLike, threads: int | None,
+            dtype: type[np.int64], kernel: Callable[..., object],
+            *params: float) -> int | NDArray[np.int64]: ...
+def _sample(func: str, size: _Size | None, rng: RngLike, threads: int | None,
+            dtype: type[np.float64 | np.int64], kernel: Callable[..., object],
+            *params: float) -> float | NDArray[np.float64 | np.int64]:
     """The raw samplers' one path: check size, allocate, :func:`draw`; a Python number for
     size=None."""
     shape = _v.check_size(size, func)
@@ -150,7 +174,14 @@ def _sample(func, size, rng, threads, dtype, kernel, *params):
     return out.item() if shape is None else out
 
 
-def uniform(size=None, *, rng=None, threads=None):
+@overload
+def uniform(size: None = None, *, rng: RngLike = None,
+            threads: int | None = None) -> float: ...
+@overload
+def uniform(size: _Size, *, rng: RngLike = None,
+            threads: int | None = None) -> NDArray[np.float64]: ...
+def uniform(size: _Size | None = None, *, rng: RngLike = None,
+            threads: int | None = None) -> float | NDArray[np.float64]:
     """uniform(size=None, *, rng=None, threads=None)
 
     Full-precision uniform doubles on the open interval (0, 1).
@@ -182,7 +213,7 @@ def uniform(size=None, *, rng=None, threads=None):
     return _sample("uniform", size, rng, threads, np.float64, _native.fill_uniform)
 
 
-def laplace_granularity(scale):
+def laplace_granularity(scale: float) -> float:
     """laplace_granularity(scale)
 
     The grid step ``g`` of :func:`laplace` noise with this scale: the smallest power of two
@@ -199,7 +230,14 @@ def laplace_granularity(scale):
     return laplace_grid(_v.check_scale(scale, "laplace_granularity"))[0]
 
 
-def laplace(scale, size=None, *, rng=None, threads=None):
+@overload
+def laplace(scale: float, size: None = None, *, rng: RngLike = None,
+            threads: int | None = None) -> float: ...
+@overload
+def laplace(scale: float, size: _Size, *, rng: RngLike = None,
+            threads: int | None = None) -> NDArray[np.float64]: ...
+def laplace(scale: float, size: _Size | None = None, *, rng: RngLike = None,
+            threads: int | None = None) -> float | NDArray[np.float64]:
     """laplace(scale, size=None, *, rng=None, threads=None)
 
     Laplace noise with the given scale, on an exact power-of-two grid.
@@ -252,7 +290,14 @@ def laplace(scale, size=None, *, rng=None, threads=None):
     return _sample("laplace", size, rng, threads, np.float64, _native.fill_laplace, t, g)
 
 
-def discrete_laplace(scale, size=None, *, rng=None, threads=None):
+@overload
+def discrete_laplace(scale: float, size: None = None, *, rng: RngLike = None,
+                     threads: int | None = None) -> int: ...
+@overload
+def discrete_laplace(scale: float, size: _Size, *, rng: RngLike = None,
+                     threads: int | None = None) -> NDArray[np.int64]: ...
+def discrete_laplace(scale: float, size: _Size | None = None, *, rng: RngLike = None,
+                     threads: int | None = None) -> int | NDArray[np.int64]:
     """discrete_laplace(scale, size=None, *, rng=None, threads=None)
 
     Discrete Laplace (two-sided geometric) noise: int64 with
@@ -288,7 +333,7 @@ def discrete_laplace(scale, size=None, *, rng=None, threads=None):
                    _native.fill_discrete_laplace, t)
 
 
-def gaussian_granularity(sigma):
+def gaussian_granularity(sigma: float) -> float:
     """gaussian_granularity(sigma)
 
     Grid step of :func:`gaussian` noise: the smallest power of two >= ``sigma * 2**-20``.
@@ -302,7 +347,14 @@ def gaussian_granularity(sigma):
     return gaussian_grid(_v.check_scale(sigma, "gaussian_granularity"))
 
 
-def gaussian(sigma, size=None, *, rng=None, threads=None):
+@overload
+def gaussian(sigma: float, size: None = None, *, rng: RngLike = None,
+             threads: int | None = None) -> float: ...
+@overload
+def gaussian(sigma: float, size: _Size, *, rng: RngLike = None,
+             threads: int | None = None) -> NDArray[np.float64]: ...
+def gaussian(sigma: float, size: _Size | None = None, *, rng: RngLike = None,
+             threads: int | None = None) -> float | NDArray[np.float64]:
     """gaussian(sigma, size=None, *, rng=None, threads=None)
 
     Gaussian noise of standard deviation about ``sigma`` on an exact power-of-two grid.
@@ -324,7 +376,14 @@ def gaussian(sigma, size=None, *, rng=None, threads=None):
     return _sample("gaussian", size, rng, threads, np.float64, _native.fill_gaussian, s / g, g)
 
 
-def discrete_gaussian(sigma, size=None, *, rng=None, threads=None):
+@overload
+def discrete_gaussian(sigma: float, size: None = None, *, rng: RngLike = None,
+                      threads: int | None = None) -> int: ...
+@overload
+def discrete_gaussian(sigma: float, size: _Size, *, rng: RngLike = None,
+                      threads: int | None = None) -> NDArray[np.int64]: ...
+def discrete_gaussian(sigma: float, size: _Size | None = None, *, rng: RngLike = None,
+                      threads: int | None = None) -> int | NDArray[np.int64]:
     """discrete_gaussian(sigma, size=None, *, rng=None, threads=None)
 
     Discrete Gaussian noise: int64 with ``P[Z = z]`` proportional to

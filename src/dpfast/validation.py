@@ -6,12 +6,23 @@ its message names the function, the parameter, the rule and the value received, 
 Non-numbers raise ``TypeError``; numbers outside the allowed set (including NaN, infinities
 and ``-0.0`` where a positive value is needed) raise ``ValueError``.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _native
+
+if TYPE_CHECKING:
+    from collections.abc import Container, Hashable, Sequence
+    from typing import Any, TypeVar
+
+    from numpy.typing import NDArray
+
+    _E = TypeVar("_E", bound=Exception)
 
 __all__ = [
     "check_real",
@@ -27,11 +38,13 @@ __all__ = [
 ]
 
 
-def _fail(exc, name, func, rule, value):
+def _fail(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
     return exc(f"The {name!r} parameter of {func} must be {rule}. Got {value!r} instead.")
 
 
-def check_real(value, name, func, *, low=0.0, high=math.inf, low_open=True, high_open=True):
+def check_real(value: object, name: str, func: str, *, low: float = 0.0,
+               high: float = math.inf, low_open: bool = True,
+               high_open: bool = True) -> float:
     """Return ``value`` as a float after checking it is a real number in the interval.
 
     The interval is (low, high) by default; ``low_open=False`` makes it closed at ``low``.
@@ -57,7 +70,7 @@ def check_real(value, name, func, *, low=0.0, high=math.inf, low_open=True, high
     return x + 0.0                  # -0.0 (allowed only in a closed interval at 0) -> 0.0
 
 
-def _positive(value, name, func):
+def _positive(value: object, name: str, func: str) -> float:
     """check_real(value, name, func) for a finite value > 0, with the common cases (a float,
     a small int) decided by one comparison: these checks are on every release's path."""
     if type(value) is float:
@@ -68,19 +81,19 @@ def _positive(value, name, func):
     return check_real(value, name, func)
 
 
-def check_epsilon(epsilon, func):
+def check_epsilon(epsilon: object, func: str) -> float:
     """Privacy parameter epsilon: a finite float > 0."""
     if type(epsilon) is float and 0.0 < epsilon < math.inf:     # _positive's common case
         return epsilon
     return _positive(epsilon, "epsilon", func)
 
 
-def check_delta(delta, func):
+def check_delta(delta: object, func: str) -> float:
     """Privacy parameter delta: a float in [0, 1)."""
     return check_real(delta, "delta", func, low=0.0, high=1.0, low_open=False)
 
 
-def check_sensitivity(sensitivity, func):
+def check_sensitivity(sensitivity: object, func: str) -> float:
     """Sensitivity: a finite float > 0 (a zero-sensitivity query needs no noise)."""
     if type(sensitivity) is float and 0.0 < sensitivity < math.inf:   # as check_epsilon
         return sensitivity
@@ -92,7 +105,7 @@ MIN_SCALE = 2.0**-900
 MAX_SCALE = 2.0**1000
 
 
-def check_scale(scale, func, *, high=MAX_SCALE):
+def check_scale(scale: object, func: str, *, high: float = MAX_SCALE) -> float:
     """Noise scale: a finite float in [2^-900, high]."""
     rule = f"a float in [2^-900, {high:g}]"
     x = check_real(scale, "scale", func, high=math.inf)
@@ -101,7 +114,8 @@ def check_scale(scale, func, *, high=MAX_SCALE):
     return x
 
 
-def check_mechanism_scale(sensitivity, epsilon, func, *, low=MIN_SCALE, high=MAX_SCALE):
+def check_mechanism_scale(sensitivity: float, epsilon: float, func: str, *,
+                          low: float = MIN_SCALE, high: float = MAX_SCALE) -> float:
     """The noise scale sensitivity/epsilon of a mechanism, checked to be in [low, high]
     (default [2^-900, 2^1000]); the error names the parameters the caller actually passed."""
     scale = sensitivity / epsilon
@@ -118,14 +132,14 @@ def check_mechanism_scale(sensitivity, epsilon, func, *, low=MIN_SCALE, high=MAX
 MAX_SIZE = 2**56
 
 
-def check_size(size, func):
+def check_size(size: object, func: str) -> tuple[int, ...] | None:
     """``None`` or a non-negative int or tuple of ints with at most MAX_SIZE elements in all;
     returns ``None`` or a shape tuple."""
     if size is None:
         return None
     rule = "None, a non-negative int or a tuple of non-negative ints"
     dims = size if isinstance(size, (tuple, list)) else (size,)
-    shape = []
+    shape: list[int] = []
     for d in dims:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral):
             raise _fail(TypeError, "size", func, rule, size)
@@ -141,7 +155,7 @@ def check_size(size, func):
 MAX_THREADS = 1024
 
 
-def check_threads(threads, func):
+def check_threads(threads: int | None, func: str) -> int | None:
     """``None`` or an int in [1, MAX_THREADS]."""
     if threads is None:
         return None
@@ -153,14 +167,15 @@ def check_threads(threads, func):
     return int(threads)
 
 
-def check_bool(value, name, func):
+def check_bool(value: object, name: str, func: str) -> bool:
     """A bool (numpy bools included)."""
     if not isinstance(value, (bool, np.bool_)):
         raise _fail(TypeError, name, func, "a bool", value)
     return bool(value)
 
 
-def check_data(value, name, func):
+def check_data(value: object, name: str,
+               func: str) -> tuple[NDArray[np.int64] | NDArray[np.float64], bool]:
     """Numeric data as a C-contiguous int64 or float64 array, and whether it is integer.
 
     Booleans, complex numbers, strings, objects and dates are rejected with ``TypeError``;
@@ -199,7 +214,7 @@ def check_data(value, name, func):
     raise _fail(TypeError, name, func, f"{rule}, not dtype {arr.dtype}", value)
 
 
-def value_range(arr):
+def value_range(arr: NDArray[Any]) -> tuple[int, int] | tuple[float, float]:
     """(smallest, largest) element of a non-empty array as Python numbers, both NaN if a float
     array holds a NaN: one compiled pass, no temporary array, for the common dtypes and
     layouts (numpy's min and max otherwise)."""
@@ -207,7 +222,7 @@ def value_range(arr):
     return bounds if bounds is not None else (arr.min().item(), arr.max().item())
 
 
-def _all_finite(arr):
+def _all_finite(arr: NDArray[Any]) -> bool:
     """Whether a float array has no NaN or infinity."""
     if not arr.size:
         return True
@@ -215,7 +230,7 @@ def _all_finite(arr):
     return math.isfinite(lo) and math.isfinite(hi)
 
 
-def check_records(value, name, func, flatten=True):
+def check_records(value: object, name: str, func: str, flatten: bool = True) -> NDArray[Any]:
     """Records for counting: a C-contiguous array in native byte order of a dtype the
     counting kernels read directly (floats of 32 or 64 bits, integers of 8 to 64 bits but
     uint64), so that counting makes no copy of the records; others become int64 or float64.
@@ -230,7 +245,8 @@ def check_records(value, name, func, flatten=True):
     return flat
 
 
-def _numeric_array(value, name, func, keep):
+def _numeric_array(value: object, name: str, func: str,
+                   keep: Container[np.dtype[Any]]) -> tuple[NDArray[Any], bool]:
     """C-contiguous array of one of the dtypes in `keep` (else int64 for integers, float64
     for floats) and whether it is integer; TypeError for non-numeric data."""
     try:
@@ -252,7 +268,7 @@ def _numeric_array(value, name, func, keep):
     return check_data(value, name, func)      # raises the documented error for this input
 
 
-def category_codes(values, categories, func):
+def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> NDArray[np.int64]:
     """int64 code per value: its index in `categories`, or -1 for anything else."""
     index = {c: i for i, c in enumerate(categories)}
     if len(index) != len(categories):

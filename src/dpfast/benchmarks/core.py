@@ -9,9 +9,12 @@ only by what the machine does.
 import os
 import platform
 import time
-from typing import Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 
 class Case(NamedTuple):
@@ -67,13 +70,13 @@ BASELINES = {
 }
 
 
-def check_positive_int(value, name):
+def check_positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1. Got {value!r} instead.")
     return int(value)
 
 
-def time_calls(fns, repeat):
+def time_calls(fns: Sequence[Callable[[], object]], repeat: int) -> list[list[float]]:
     """Seconds per call of each function, measured the way every dpfast benchmark measures.
 
     Each function is called once as a warm-up (page faults, thread pools, SIMD dispatch);
@@ -93,7 +96,7 @@ def time_calls(fns, repeat):
         ``repeat`` times in seconds for each function, in the order given.
     """
     repeat = check_positive_int(repeat, "repeat")
-    times = [[] for _ in fns]
+    times: list[list[float]] = [[] for _ in fns]
     for fn in fns:
         fn()
     for _ in range(repeat):
@@ -104,7 +107,7 @@ def time_calls(fns, repeat):
     return times
 
 
-def machine_info():
+def machine_info() -> dict[str, Any]:
     """CPU, cores, memory, numpy and its SIMD support, dpfast's kernels and threads.
 
     Returns
@@ -136,9 +139,9 @@ def machine_info():
             "default_threads": default_threads()}
 
 
-def _numpy_simd():
+def _numpy_simd() -> str:
     """The SIMD extensions numpy dispatches to on this CPU; private modules, so guarded."""
-    mod = None
+    mod: Any = None
     for path in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
         try:
             mod = __import__(path, fromlist=["_"])
@@ -154,7 +157,7 @@ def _numpy_simd():
         return "unknown"
 
 
-def machine_line(m):
+def machine_line(m: Mapping[str, Any]) -> str:
     """One-line description of the dict from :func:`machine_info`."""
     mem = f"{m['memory_gib']:.0f} GiB" if m["memory_gib"] else "? GiB"
     return (f"{m['cpu']}, {m['cores']} cores, {mem}; Python {m['python']}, numpy "
@@ -163,7 +166,8 @@ def machine_line(m):
             f"default threads {m['default_threads']})")
 
 
-def fit_overhead(sizes, seconds):
+def fit_overhead(sizes: "Sequence[float] | NDArray[Any]",
+                 seconds: "Sequence[float] | NDArray[Any]") -> tuple[float, float]:
     """Least-squares ``seconds = overhead + n * per_element``, both non-negative.
 
     Residuals are relative (each divided by its time) so that the small sizes, which carry

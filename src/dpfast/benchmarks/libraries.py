@@ -60,10 +60,14 @@ scikit-learn >= 1.8 (``cannot import name 'DOUBLE' from 'sklearn.tree._tree'``);
 skipped, with that reason in :func:`notes`.
 """
 import importlib
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .core import BASELINES, Case
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 # Largest element counts measured per call (per-value Python loops are ~5-30 us/element).
 CAP_PER_VALUE = 2 * 10**4
@@ -77,10 +81,10 @@ CAP_HISTOGRAM = 10**7
 HISTOGRAM_BINS = 1000
 DELTA = 1e-6
 
-_notes = []
+_notes: list[str] = []
 
 
-def notes():
+def notes() -> list[str]:
     """Why libraries or cases were left out of the last :func:`cases` call.
 
     Returns
@@ -90,7 +94,7 @@ def notes():
     return list(_notes)
 
 
-def _import(name):
+def _import(name: str) -> "ModuleType | None":
     try:
         return importlib.import_module(name)
     except Exception as exc:          # missing, or broken by its own dependencies
@@ -98,7 +102,7 @@ def _import(name):
         return None
 
 
-def cases(size):
+def cases(size: int) -> list[Case]:
     """Library cases for a run of ``size`` elements.
 
     Parameters
@@ -115,9 +119,10 @@ def cases(size):
     if size < 1:
         raise ValueError(f"size must be an integer >= 1. Got {size!r} instead.")
     del _notes[:]
-    out = []
+    out: list[Case] = []
 
-    def add(lib, family, name, cap, build):
+    def add(lib: str, family: str, name: str, cap: int,
+            build: Callable[[int], Callable[[], object]]) -> None:
         """``build(m)`` prepares inputs for ``m`` elements and returns the timed callable."""
         m = min(size, cap)
         try:
@@ -131,17 +136,17 @@ def cases(size):
 
     rng = np.random.default_rng(13)
 
-    def floats(m):
+    def floats(m: int) -> Any:
         return rng.normal(size=m).tolist()
 
-    def ints(m):
+    def ints(m: int) -> Any:
         return rng.integers(0, 1000, size=m).tolist()
 
-    def scores(m):
+    def scores(m: int) -> Any:
         # Same distribution as dpfast bench's selection scores.
         return (rng.normal(size=m) * 3.0).tolist()
 
-    def per_value(mech, values):
+    def per_value(mech: Any, values: list[Any]) -> Callable[[], list[Any]]:
         randomise = mech.randomise
         return lambda: [randomise(v) for v in values]
 
@@ -164,8 +169,8 @@ def cases(size):
             "diffprivlib mechanisms.GaussianDiscrete (per value)", CAP_DGAUSS_DIFFPRIVLIB,
             lambda m: per_value(mechs.GaussianDiscrete(epsilon=0.035, delta=DELTA), ints(m)))
 
-        def dpl_selection(cls):
-            def build(m):
+        def dpl_selection(cls: Any) -> Callable[[int], Callable[[], object]]:
+            def build(m: int) -> Callable[[], object]:
                 u = scores(m)
                 return lambda: cls(epsilon=1.0, sensitivity=1.0, utility=u).randomise()
             return build
@@ -177,11 +182,11 @@ def cases(size):
             "diffprivlib mechanisms.PermuteAndFlip (build + randomise)", CAP_PERMUTE_AND_FLIP,
             dpl_selection(mechs.PermuteAndFlip))
     if tools is not None:
-        def dpl_histogram(m):
+        def dpl_histogram(m: int) -> Callable[[], object]:
             import warnings
             codes = np.random.default_rng(7).integers(0, HISTOGRAM_BINS, size=m)
 
-            def run():
+            def run() -> object:
                 with warnings.catch_warnings():   # no accountant/bounds warnings per call
                     warnings.simplefilter("ignore")
                     return tools.histogram(codes, epsilon=1.0, bins=HISTOGRAM_BINS,
@@ -200,8 +205,9 @@ def cases(size):
             _notes.append(f"opendp: enable_features failed ({type(exc).__name__}: {exc})")
             odp = None
     if odp is not None:
-        def odp_vector(T, metric, then, data):
-            def build(m):
+        def odp_vector(T: type, metric: Callable[..., Any], then: Callable[[], Any],
+                       data: Callable[[int], Any]) -> Callable[[int], Callable[[], object]]:
+            def build(m: int) -> Callable[[], object]:
                 space = (odp.vector_domain(odp.atom_domain(T=T, **({"nan": False}
                                                                     if T is float else {}))),
                          metric(T=T))
@@ -235,8 +241,8 @@ def cases(size):
     # --- PyDP --------------------------------------------------------------------------
     nm = _import("pydp.algorithms.numerical_mechanisms")
     if nm is not None:
-        def pydp_per_value(make):
-            def build(m):
+        def pydp_per_value(make: Callable[[], Any]) -> Callable[[int], Callable[[], object]]:
+            def build(m: int) -> Callable[[], object]:
                 add_noise = make().add_noise
                 x = floats(m)
                 return lambda: [add_noise(v) for v in x]

@@ -12,15 +12,19 @@ of one run: the ratio to PyDP's ``add_noise`` is in the table.
 import importlib
 import statistics
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 
 from .core import check_positive_int, machine_info, machine_line, time_calls
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
 REFERENCE = "PyDP LaplaceMechanism.add_noise"
 
 
-def dpfast_cases():
+def dpfast_cases() -> list[tuple[str, Callable[[], object]]]:
     """(name, function making one call) for dpfast's small calls."""
     import dpfast as dp
 
@@ -42,15 +46,15 @@ def dpfast_cases():
     ]
 
 
-def library_cases():
+def library_cases() -> list[tuple[str, Callable[[], object]]]:
     """(name, function making one call) for the same jobs in the DP libraries installed, and
     numpy's (insecure) scalar Laplace for reference."""
-    out = []
+    out: list[tuple[str, Callable[[], object]]] = []
     gen = np.random.default_rng(2)
     out.append(("numpy Generator.laplace (scalar, not DP-safe)",
                 lambda: gen.laplace(5.0, 1.0)))
 
-    def load(name):
+    def load(name: str) -> "ModuleType | None":
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -86,7 +90,7 @@ def library_cases():
     return out
 
 
-def run(repeat=7, calls=2000, libraries=True):
+def run(repeat: int = 7, calls: int = 2000, libraries: bool = True) -> list[dict[str, Any]]:
     """Microseconds per call of every case (median of ``repeat`` interleaved rounds).
 
     Returns
@@ -101,8 +105,8 @@ def run(repeat=7, calls=2000, libraries=True):
     if libraries:
         todo += [(n, "library", f) for n, f in library_cases()]
 
-    def loop(fn):
-        def run_calls():
+    def loop(fn: Callable[[], object]) -> Callable[[], None]:
+        def run_calls() -> None:
             for _ in range(calls):
                 fn()
         return run_calls
@@ -110,7 +114,7 @@ def run(repeat=7, calls=2000, libraries=True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # diffprivlib's per-call privacy warnings
         times = time_calls([loop(f) for _, _, f in todo], repeat)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (name, impl, _), ts in zip(todo, times):
         per = [t / calls * 1e6 for t in ts]
         rows.append({"name": name, "impl": impl, "us_per_call": statistics.median(per),
@@ -122,7 +126,7 @@ def run(repeat=7, calls=2000, libraries=True):
     return rows
 
 
-def to_markdown(rows, repeat, calls):
+def to_markdown(rows: Iterable[Mapping[str, Any]], repeat: int, calls: int) -> str:
     """The table of :func:`run`, with the machine line."""
     lines = [f"Machine: {machine_line(machine_info())}", "",
              f"{calls} calls per round, median of {repeat} interleaved rounds after a warm-up",

@@ -19,12 +19,18 @@ from :mod:`dpfast.benchmarks.libraries` and are measured after dpfast and numpy.
 import json
 import math
 import statistics
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import libraries
 from .core import (BASELINES, FAMILIES, Case, check_positive_int, fit_overhead, machine_info,
                    machine_line, time_calls)
+
+if TYPE_CHECKING:
+    import os
+
+    from numpy.typing import NDArray
 
 FLOOR_NAME = "floor (keystream + log + store)"
 HISTOGRAM_BINS = 1000
@@ -35,7 +41,7 @@ QUICK_SCALING_SIZES = (10**3, 10**4, 10**5)
 SCALING_FAMILIES = ("laplace", "exponential_mechanism")
 
 
-def _check_families(only):
+def _check_families(only: str | Iterable[str] | None) -> set[str] | None:
     if only is None:
         return None
     only = [only] if isinstance(only, str) else list(only)
@@ -46,14 +52,14 @@ def _check_families(only):
     return set(only)
 
 
-def _thread_list(threads):
+def _thread_list(threads: int | Iterable[int] | None) -> list[int]:
     """``None`` -> [1, default threads] without duplicates, else the validated list."""
     from ..rng import default_threads
     if threads is None:
         threads = [1, default_threads()]
     elif isinstance(threads, (int, np.integer)):
         threads = [threads]
-    out = []
+    out: list[int] = []
     for t in threads:
         t = check_positive_int(t, "threads")
         if t not in out:
@@ -61,7 +67,8 @@ def _thread_list(threads):
     return out
 
 
-def cases(size, threads, only=None):
+def cases(size: int, threads: int | Iterable[int] | None,
+          only: str | Iterable[str] | None = None) -> list[Case]:
     """The dpfast and numpy cases of a run.
 
     Parameters
@@ -89,9 +96,9 @@ def cases(size, threads, only=None):
     pcg = np.random.PCG64(1)
     cha = dp.ChaCha20(3)
     acct = dp.Accountant()
-    out = []
+    out: list[Case] = []
 
-    def add(family, name, impl, t, fn):
+    def add(family: str, name: str, impl: str, t: int, fn: Callable[[], object]) -> None:
         # A numpy baseline runs whenever a kept family is compared with it (numpy's laplace
         # serves discrete_laplace too, its normal discrete_gaussian).
         if (keep is None or family in keep
@@ -99,7 +106,9 @@ def cases(size, threads, only=None):
             out.append(Case(name, family, impl, t, n, fn,
                             None if impl == "numpy" else BASELINES[family]))
 
-    def per_thread(family, name, make):
+    # make(t) builds the call on t threads; Callable[..., ...] because mypy cannot infer a
+    # lambda with a default argument against Callable[[int], ...] (python/mypy#12557).
+    def per_thread(family: str, name: str, make: Callable[..., Callable[[], object]]) -> None:
         for t in threads:
             add(family, name, "dpfast", t, make(t))
 
@@ -136,7 +145,7 @@ def cases(size, threads, only=None):
     if keep is None or keep & {"exponential_mechanism", "noisy_max"}:
         u = np.random.default_rng(11).normal(size=n) * 3.0
 
-        def naive_em():
+        def naive_em() -> int:
             # exp / normalise / choice: what a numpy user writes for the exponential
             # mechanism.
             p = np.exp((u - u.max()) * 0.5)
@@ -180,7 +189,7 @@ def cases(size, threads, only=None):
         uniforms = np.random.default_rng(5).random(n) + 0.5
         logs = np.empty(n)
 
-        def floor():
+        def floor() -> None:
             floor_rng.random_raw(n)
             np.log(uniforms, out=logs)
 
@@ -188,7 +197,8 @@ def cases(size, threads, only=None):
     return out
 
 
-def _library_cases(size, only, notes):
+def _library_cases(size: int, only: str | Iterable[str] | None,
+                   notes: list[str]) -> list[Case]:
     keep = _check_families(only)
     try:
         raw = libraries.cases(size)
@@ -198,7 +208,7 @@ def _library_cases(size, only, notes):
     return [c for c in raw if keep is None or c.family in keep]
 
 
-def _measure(todo, repeat):
+def _measure(todo: Sequence[Case], repeat: int) -> list[list[float]]:
     """Seconds per call of every case, each interleaved with its baseline only.
 
     Cases are grouped by the numpy baseline they are compared with (a baseline with its
@@ -208,18 +218,18 @@ def _measure(todo, repeat):
     that returns freed memory to its host (free page reporting) to make every fresh array
     fault its pages in again - seen here to triple numpy's exponential mechanism.
     """
-    groups = {}
+    groups: dict[str, list[int]] = {}
     for i, c in enumerate(todo):
         groups.setdefault(c.baseline or c.name, []).append(i)
-    times = [None] * len(todo)
+    times: list[Any] = [None] * len(todo)      # every entry is set below
     for idx in groups.values():
         for i, ts in zip(idx, time_calls([todo[i].fn for i in idx], repeat)):
             times[i] = ts
     return times
 
 
-def _results(todo, times):
-    rows = []
+def _results(todo: Sequence[Case], times: Sequence[Sequence[float]]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for c, ts in zip(todo, times):
         per = [t / c.n * 1e9 for t in ts]
         ns = statistics.median(per)
@@ -240,7 +250,10 @@ def _results(todo, times):
     return rows
 
 
-def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repeat=5):
+def scaling(sizes: Iterable[int] = SCALING_SIZES,
+            threads: int | Iterable[int] | None = (1, 2),
+            families: Sequence[str] = SCALING_FAMILIES,
+            repeat: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Time per call against size and threads, and the fixed-overhead / per-element fit.
 
     Parameters
@@ -267,11 +280,11 @@ def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repe
             raise ValueError(f"scaling covers {', '.join(SCALING_FAMILIES)}; got {f!r}")
     cha = dp.ChaCha20(31)
     acct = dp.Accountant()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for size in sizes:
         size = check_positive_int(size, "sizes")
-        todo = []
-        u = None
+        todo: list[Case] = []
+        u: NDArray[np.float64] | None = None
         for f in families:
             if f == "exponential_mechanism" and u is None:
                 u = np.random.default_rng(32).normal(size=size) * 3.0
@@ -287,7 +300,7 @@ def scaling(sizes=SCALING_SIZES, threads=(1, 2), families=SCALING_FAMILIES, repe
             rows.append({"family": c.family, "threads": c.threads, "size": size,
                          "seconds_per_call": sec, "ns_per_element": sec / size * 1e9})
         del u, todo
-    fits = []
+    fits: list[dict[str, Any]] = []
     for f in families:
         for t in threads:
             pts = [r for r in rows if r["family"] == f and r["threads"] == t]
@@ -317,7 +330,9 @@ class Report:
     notes : list of str
     """
 
-    def __init__(self, machine, results, settings, scaling=(), fits=(), notes=()):
+    def __init__(self, machine: dict[str, Any], results: Iterable[dict[str, Any]],
+                 settings: Mapping[str, Any], scaling: Iterable[dict[str, Any]] = (),
+                 fits: Iterable[dict[str, Any]] = (), notes: Iterable[str] = ()) -> None:
         self.machine = machine
         self.results = list(results)
         self.settings = dict(settings)
@@ -325,24 +340,24 @@ class Report:
         self.fits = list(fits)
         self.notes = list(notes)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Everything, JSON-ready."""
         return {"machine": self.machine, "settings": self.settings, "results": self.results,
                 "scaling": self.scaling, "fits": self.fits, "notes": self.notes}
 
-    def to_json(self, path):
+    def to_json(self, path: "str | os.PathLike[str]") -> None:
         """Write :meth:`to_dict` to ``path``."""
         with open(path, "w") as f:
             json.dump(self.to_dict(), f, indent=2)
             f.write("\n")
 
-    def _header(self):
+    def _header(self) -> str:
         s = self.settings
         return (f"n = {s['size']:,} elements per call (records for the histogram, candidates "
                 f"for selection), median of {s['repeat']} interleaved repeats after a warm-up")
 
     @staticmethod
-    def _rel(r):
+    def _rel(r: Mapping[str, Any]) -> str:
         if r["ratio_vs_baseline"] is None:
             return "(baseline)" if r["impl"] == "numpy" else ""
         ratio = r["ratio_vs_baseline"]
@@ -350,7 +365,7 @@ class Report:
             return f"{ratio:.2f}x faster than {r['baseline']}"
         return f"{1 / ratio:.2f}x slower than {r['baseline']}"
 
-    def to_text(self):
+    def to_text(self) -> str:
         """The plain-text table, machine line and notes."""
         lines = [f"Machine: {machine_line(self.machine)}", self._header(), ""]
         w = max([len(r["name"]) + (1 if r["extrapolated"] else 0) for r in self.results]
@@ -372,8 +387,8 @@ class Report:
         lines += self._footer()
         return "\n".join(lines)
 
-    def _footer(self):
-        out = []
+    def _footer(self) -> list[str]:
+        out: list[str] = []
         if any(r["extrapolated"] for r in self.results):
             out.append("* measured on fewer elements per call (see n in --json) and "
                        "taken per element")
@@ -393,7 +408,7 @@ class Report:
         out += [f"note: {n}" for n in self.notes]
         return [""] + out if out else []
 
-    def to_markdown(self):
+    def to_markdown(self) -> str:
         """The README table: machine line, then one Markdown row per case."""
         lines = [f"Machine: {machine_line(self.machine)}", "", self._header(), "",
                  "| case | threads | ns/element | M elements/s | vs numpy |",
@@ -405,7 +420,7 @@ class Report:
         lines += self._footer()
         return "\n".join(lines)
 
-    def plot(self, path):
+    def plot(self, path: "str | os.PathLike[str]") -> None:
         """Horizontal bars of the ratio vs baseline per case, to a PNG at ``path``.
 
         Needs matplotlib (ImportError otherwise).
@@ -435,8 +450,9 @@ class Report:
         fig.savefig(path, format="png", dpi=100)
 
 
-def run(size=10**7, threads=None, repeat=7, only=None, quick=False, include_libraries=True,
-        scaling_too=False):
+def run(size: int = 10**7, threads: int | Iterable[int] | None = None, repeat: int = 7,
+        only: str | Collection[str] | None = None, quick: bool = False,
+        include_libraries: bool = True, scaling_too: bool = False) -> Report:
     """Benchmark every mechanism family against numpy in one run.
 
     Parameters
@@ -466,7 +482,7 @@ def run(size=10**7, threads=None, repeat=7, only=None, quick=False, include_libr
     size = check_positive_int(size, "size")
     repeat = check_positive_int(repeat, "repeat")
     threads = _thread_list(threads)
-    notes = []
+    notes: list[str] = []
     todo = cases(size, threads, only)
     times = _measure(todo, repeat)
     if include_libraries:
@@ -476,6 +492,8 @@ def run(size=10**7, threads=None, repeat=7, only=None, quick=False, include_libr
         lib = _library_cases(size, only, notes)
         todo, times = todo + lib, times + _measure(lib, repeat)
     results = _results(todo, times)
+    rows: list[dict[str, Any]]
+    fits: list[dict[str, Any]]
     rows, fits = [], []
     if scaling_too:
         rows, fits = scaling(QUICK_SCALING_SIZES if quick else SCALING_SIZES,

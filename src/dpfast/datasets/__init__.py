@@ -7,10 +7,15 @@ import csv
 import gzip
 import io
 from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from .. import validation as _v
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import NDArray
 
 __all__ = ["load_adult", "ADULT_COLUMNS", "ADULT_NUMERIC"]
 
@@ -25,7 +30,7 @@ _FILES = {"train": ("adult.data.csv.gz",), "test": ("adult.test.csv.gz",),
           "all": ("adult.data.csv.gz", "adult.test.csv.gz")}
 
 
-def _rows(name):
+def _rows(name: str) -> list[list[str]]:
     raw = resources.files(__name__).joinpath(name).read_bytes()
     with io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(raw)), encoding="utf-8") as f:
         reader = csv.reader(f)
@@ -35,7 +40,17 @@ def _rows(name):
         return [row for row in reader if row]
 
 
-def load_adult(split="train", *, as_frame=False):
+@overload
+def load_adult(split: Literal["train", "test", "all"] = ..., *,
+               as_frame: Literal[False] = ...) -> "dict[str, NDArray[Any]]": ...
+@overload
+def load_adult(split: Literal["train", "test", "all"] = ..., *,
+               as_frame: Literal[True]) -> "pd.DataFrame": ...
+@overload
+def load_adult(split: Literal["train", "test", "all"] = ..., *,
+               as_frame: bool) -> "dict[str, NDArray[Any]] | pd.DataFrame": ...
+def load_adult(split: Literal["train", "test", "all"] = "train", *,
+               as_frame: bool = False) -> "dict[str, NDArray[Any]] | pd.DataFrame":
     """load_adult(split="train", *, as_frame=False)
 
     The UCI Adult records as a dict of numpy columns, or a pandas DataFrame.
@@ -78,7 +93,7 @@ def load_adult(split="train", *, as_frame=False):
                               ) from None
     rows = [r for name in _FILES[split] for r in _rows(name)]
     cols = list(zip(*rows))
-    out = {}
+    out: dict[str, NDArray[Any]] = {}
     for name, values in zip(ADULT_COLUMNS, cols):
         out[name] = np.array(values, dtype=np.int64 if name in ADULT_NUMERIC else str)
     if not as_frame:

@@ -18,6 +18,7 @@ Kamath & Steinke (their Theorem 7) at sigma 2 to 5 exceeds the continuous delta 
 integer data.
 """
 import math
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -26,20 +27,33 @@ from .. import validation as _v
 from .._release import release
 from ..samplers import gaussian_grid
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._native import ChaCha20
+    from ..accounting import Accountant
+
+    # What ``rng=`` accepts (see dpfast.rng.resolve_rng).
+    _RngLike: TypeAlias = (ChaCha20 | np.random.Generator | np.random.SeedSequence | int
+                           | np.integer[Any] | None)
+
 __all__ = ["gaussian_mechanism", "gaussian_sigma"]
 
 
-def _phi(x):
+def _phi(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
-def _analytic_delta(sigma, d2, eps):
+def _analytic_delta(sigma: float, d2: float, eps: float) -> float:
     a = d2 / (2.0 * sigma)
     b = eps * sigma / d2
     return _phi(a - b) - math.exp(eps) * _phi(-a - b)
 
 
-def gaussian_sigma(sensitivity, epsilon, delta, *, calibration="analytic"):
+def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
+                   calibration: Literal["analytic", "classic"] = "analytic") -> float:
     """gaussian_sigma(sensitivity, epsilon, delta, *, calibration="analytic")
 
     The Gaussian noise sigma for an l2 ``sensitivity`` that gives (epsilon, delta)-DP.
@@ -96,8 +110,10 @@ def gaussian_sigma(sensitivity, epsilon, delta, *, calibration="analytic"):
     return hi                        # the side that satisfies the condition
 
 
-def gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analytic",
-                       accountant=None, rng=None, threads=None):
+def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float, delta: float,
+                       calibration: Literal["analytic", "classic"] = "analytic",
+                       accountant: "Accountant | None" = None, rng: "_RngLike" = None,
+                       threads: int | None = None) -> "float | NDArray[np.float64]":
     """gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analytic", accountant=None, rng=None, threads=None)
 
     Release ``value`` with Gaussian noise calibrated to its l2 ``sensitivity``:
@@ -138,7 +154,8 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analy
     return out if out.ndim else out.item()
 
 
-def _grid_sigma(d2, eps, dlt, dims, calibration, func):
+def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
+                calibration: Literal["analytic", "classic"], func: str) -> float:
     """The sigma of a grid release of ``dims`` coordinates: calibrated for the sensitivity
     plus what rounding to the grid can add, and for delta (1 - 1e-4)."""
     # Rounding to the grid can move neighbours g sqrt(d) further apart: recalibrate until the

@@ -8,6 +8,7 @@ its exact form for discrete noise); ``laplace_privacy_loss`` is the privacy loss
 floating-point error included.
 """
 import math
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
@@ -16,6 +17,19 @@ from .. import validation as _v
 from .._release import release
 from ..samplers import MAX_DISCRETE_SCALE, eta, laplace_grid
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._native import ChaCha20
+    from ..accounting import Accountant
+
+    # What ``rng=`` accepts (see dpfast.rng.resolve_rng).
+    _RngLike: TypeAlias = (ChaCha20 | np.random.Generator | np.random.SeedSequence | int
+                           | np.integer[Any] | None)
+
 __all__ = ["laplace_mechanism", "laplace_privacy_loss", "max_error_bound"]
 
 # Integer inputs are released as value + K in int64 without overflow while |value| <= 2^62
@@ -23,8 +37,10 @@ __all__ = ["laplace_mechanism", "laplace_privacy_loss", "max_error_bound"]
 _MAX_INT_VALUE = 2**62
 
 
-def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
-                      threads=None):
+def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
+                      accountant: "Accountant | None" = None, rng: "_RngLike" = None,
+                      threads: int | None = None,
+                      ) -> "int | float | NDArray[np.int64] | NDArray[np.float64]":
     """laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None, threads=None)
 
     Release ``value`` with Laplace noise of scale ``sensitivity / epsilon`` per coordinate.
@@ -92,6 +108,7 @@ def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
             return release(func, accountant, eps, 0.0, rng, threads, 1, _native.laplace_scalar,
                            t, g, value)
     data, is_int = _v.check_data(value, "value", func)
+    out: NDArray[np.int64] | NDArray[np.float64]
     if is_int:
         t = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
         _check_magnitude(data, _MAX_INT_VALUE, "2**62", func)
@@ -109,7 +126,7 @@ def laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None,
     return out if out.ndim else out.item()
 
 
-def _check_magnitude(data, limit, limit_text, func):
+def _check_magnitude(data: "NDArray[Any]", limit: float, limit_text: str, func: str) -> None:
     """ValueError naming the first entry with |entry| > limit (min/max, so that int64's
     most negative value, whose abs overflows, is caught too)."""
     if not data.size:
@@ -121,7 +138,7 @@ def _check_magnitude(data, limit, limit_text, func):
                          f"Got {bad!r} instead.")
 
 
-def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
+def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = False) -> float:
     """laplace_privacy_loss(scale, sensitivity, *, discrete=False)
 
     Certified privacy loss epsilon' of adding dpfast's Laplace noise of ``scale`` to a query
@@ -149,7 +166,8 @@ def laplace_privacy_loss(scale, sensitivity, *, discrete=False):
     return (math.floor(d / g) + 1) / t + eta(t)
 
 
-def max_error_bound(k, *, epsilon, sensitivity=1.0, beta=0.05, discrete=True):
+def max_error_bound(k: SupportsIndex, *, epsilon: float, sensitivity: float = 1.0,
+                    beta: float = 0.05, discrete: bool = True) -> float | int:
     """max_error_bound(k, *, epsilon, sensitivity=1.0, beta=0.05, discrete=True)
 
     A bound that the largest error over ``k`` released cells stays within, with probability
@@ -208,7 +226,7 @@ def max_error_bound(k, *, epsilon, sensitivity=1.0, beta=0.05, discrete=True):
     j = math.ceil((math.log(q) + math.log1p(a) - math.log(2.0)) / log_a) - 1
     j = max(j, 0)
     # Guard the ceil against rounding in the logarithms.
-    tail = lambda m: 2.0 * math.exp(log_a * (m + 1)) / (1.0 + a)
+    tail: Callable[[int], float] = lambda m: 2.0 * math.exp(log_a * (m + 1)) / (1.0 + a)
     while j > 0 and tail(j - 1) <= q:
         j -= 1
     while tail(j) > q:

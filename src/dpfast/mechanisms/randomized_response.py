@@ -43,15 +43,34 @@ true answers fixed (what a DP release of *this* dataset is uncertain about); if 
 respondents are a random sample of a larger population and the population proportion is
 the target, add the sampling variance ``pi (1 - pi) / n`` as well.
 """
+from __future__ import annotations
+
 import math
 import numbers
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _native
 from .. import validation as _v
 from .._release import release
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TypeAlias
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._native import ChaCha20
+    from ..accounting import Accountant
+
+    # What an ``rng=`` argument may be (see dpfast.rng.resolve_rng); None is the default.
+    _RngLike: TypeAlias = (int | np.integer[Any] | np.random.SeedSequence | ChaCha20
+                           | np.random.Generator)
+    # An integer as the checks here accept it: any numbers.Integral (which mypy does not
+    # see int or numpy integers as), bools excluded at run time.
+    _IntLike: TypeAlias = int | np.integer[Any] | numbers.Integral
 
 __all__ = [
     "randomized_response",
@@ -71,7 +90,7 @@ _CHUNK = 2**22
 
 # -- privacy parameters ----------------------------------------------------------------------
 
-def _ratio_bits(p):
+def _ratio_bits(p: float) -> Fraction:
     """Exact (as fractions of the double p) largest response-probability ratio of the
     two-coin scheme."""
     f = Fraction(p)
@@ -81,7 +100,7 @@ def _ratio_bits(p):
     return max(p1_1 / p1_0, p0_0 / p0_1)
 
 
-def _log_up(ratio):
+def _log_up(ratio: Fraction) -> float:
     """A double >= ln(ratio) for an exact Fraction ratio > 1, at most a few ulps above."""
     r = float(ratio)
     if Fraction(r) < ratio:                 # make r >= ratio before taking the log
@@ -90,7 +109,7 @@ def _log_up(ratio):
     return math.nextafter(math.nextafter(math.log(r), math.inf), math.inf)
 
 
-def rr_epsilon(p):
+def rr_epsilon(p: float) -> float:
     """rr_epsilon(p)
 
     The privacy loss of the two-coin randomized response with coin probability ``p``.
@@ -123,13 +142,13 @@ def rr_epsilon(p):
     return _log_up(_ratio_bits(x))
 
 
-def _check_p(p, func):
+def _check_p(p: object, func: str) -> float:
     # p = 1 always tells the truth (no privacy); p = 0 always answers 0 (useless, and the
     # 0/0 ratio of the "1" response is undefined): both excluded.
     return _v.check_real(p, "p", func, low=0.0, high=1.0)
 
 
-def _keep_probability(eps, k):
+def _keep_probability(eps: float, k: int) -> float:
     """The largest double q < 1 at or below the computed e^eps/(e^eps + k - 1) whose exact
     odds ratio q (k - 1)/(1 - q) does not exceed e^eps (checked against a lower bound on
     e^eps), so that the coins are eps-DP exactly, not up to rounding."""
@@ -147,7 +166,8 @@ def _keep_probability(eps, k):
     raise AssertionError("keep probability did not converge")  # pragma: no cover
 
 
-def _scheme(p, epsilon, func):
+def _scheme(p: float | None, epsilon: float | None,
+            func: str) -> tuple[float, float, float, float, float]:
     """Validated binary scheme, exactly one of p/epsilon given:
     (P[1|0], P[1|1], P[1|1] - P[1|0], epsilon to charge, threshold of the coins)."""
     if (p is None) == (epsilon is None):
@@ -164,7 +184,8 @@ def _scheme(p, epsilon, func):
     return 1.0 - q, q, q - (1.0 - q), eps, q
 
 
-def rr_response_probabilities(*, p=None, epsilon=None):
+def rr_response_probabilities(*, p: float | None = None,
+                              epsilon: float | None = None) -> tuple[float, float]:
     """rr_response_probabilities(*, p=None, epsilon=None)
 
     The probabilities of answering 1 for a true 0 and for a true 1.
@@ -192,7 +213,7 @@ def rr_response_probabilities(*, p=None, epsilon=None):
     return lam0, lam1
 
 
-def rr_categorical_probabilities(k, *, epsilon):
+def rr_categorical_probabilities(k: _IntLike, *, epsilon: float) -> tuple[float, float]:
     """rr_categorical_probabilities(k, *, epsilon)
 
     Response probabilities of k-ary randomized response.
@@ -225,17 +246,17 @@ def rr_categorical_probabilities(k, *, epsilon):
     return q, (1.0 - q) / (kk - 1)
 
 
-def _check_k(k, func):
+def _check_k(k: object, func: str) -> int:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-        raise _v._fail(TypeError, "k", func, "an int >= 2", k)
-    if not 2 <= k <= 2**62:
-        raise _v._fail(ValueError, "k", func, "an int >= 2", k)
+        raise _v._fail(TypeError, "k", func, "an int in [2, 2**62]", k)
+    if not 2 <= k <= 2**62:                 # type: ignore[operator]  # k: numbers.Integral
+        raise _v._fail(ValueError, "k", func, "an int in [2, 2**62]", k)
     return int(k)
 
 
 # -- mechanisms ------------------------------------------------------------------------------
 
-def _check_bits(bits, func, name="bits"):
+def _check_bits(bits: ArrayLike, func: str, name: str = "bits") -> NDArray[np.uint8]:
     """uint8 C-contiguous 0/1 array from bool, integer or float 0/1 data; ValueError naming
     the first other entry (NaN included), TypeError for non-numeric data."""
     try:
@@ -256,8 +277,10 @@ def _check_bits(bits, func, name="bits"):
     return np.asarray(arr, dtype=np.uint8, order="C")
 
 
-def randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None,
-                        threads=None):
+def randomized_response(bits: ArrayLike, *, p: float | None = None,
+                        epsilon: float | None = None, accountant: Accountant | None = None,
+                        rng: _RngLike | None = None,
+                        threads: int | None = None) -> NDArray[np.uint8] | int:
     """randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None, threads=None)
 
     Randomize each respondent's yes/no answer (local differential privacy).
@@ -321,12 +344,13 @@ def randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None
     return out if out.ndim else int(out)
 
 
-def _uniforms(gen, threads, n):
+def _uniforms(gen: ChaCha20, threads: int, n: int) -> NDArray[np.float64]:
     """n full-precision uniforms from one kernel call (a fresh key from gen)."""
     return _native.fill_uniform(gen, threads, np.empty(n))
 
 
-def _binary_coins(gen, threads, bits, out, t, two_coin):
+def _binary_coins(gen: ChaCha20, threads: int, bits: NDArray[np.uint8],
+                  out: NDArray[np.uint8], t: float, two_coin: bool) -> None:
     """The responses of randomized_response into out, _CHUNK respondents at a time: a
     first coin U < t for each; with two coins, a second coin for those whose first failed."""
     for start in range(0, bits.size, _CHUNK):
@@ -344,8 +368,11 @@ def _binary_coins(gen, threads, bits, out, t, two_coin):
         out[start:start + b.size] = o
 
 
-def randomized_response_categorical(values, categories, *, epsilon, accountant=None,
-                                    rng=None, threads=None):
+def randomized_response_categorical(values: ArrayLike,
+                                    categories: _IntLike | Sequence[Any] | NDArray[Any], *,
+                                    epsilon: float, accountant: Accountant | None = None,
+                                    rng: _RngLike | None = None,
+                                    threads: int | None = None) -> NDArray[np.int64]:
     """randomized_response_categorical(values, categories, *, epsilon, accountant=None, rng=None, threads=None)
 
     k-ary (generalized) randomized response for categorical answers.
@@ -398,13 +425,13 @@ def randomized_response_categorical(values, categories, *, epsilon, accountant=N
     if isinstance(categories, numbers.Integral) and not isinstance(categories,
                                                                    (bool, np.bool_)):
         k = _check_k(categories, func)
-        cats = range(k)
+        cats: range | list[Any] = range(k)
     else:
         if isinstance(categories, (str, bytes, set, frozenset, dict)) \
                 or not hasattr(categories, "__len__"):
             raise TypeError(f"The 'categories' parameter of {func} must be an ordered "
                             f"sequence of categories or an int. Got {categories!r} instead.")
-        cats = list(categories)
+        cats = list(categories)  # type: ignore[arg-type]  # no int: numbers.Integral
         if len(cats) < 2:
             raise ValueError(f"The 'categories' parameter of {func} must have at least 2 "
                              f"categories. Got {cats!r} instead.")
@@ -416,7 +443,7 @@ def randomized_response_categorical(values, categories, *, epsilon, accountant=N
     arr = values if isinstance(values, np.ndarray) else None
     if isinstance(cats, range) and arr is not None and arr.dtype.kind in "iu":
         # Codes already: skip the sort-based lookup (seconds at 10^7 values).
-        codes = np.asarray(arr, dtype=np.int64).reshape(-1).copy()
+        codes: NDArray[np.int64] = np.asarray(arr, dtype=np.int64).reshape(-1).copy()
         codes[(codes < 0) | (codes >= k)] = -1
     else:
         codes = _v.category_codes(values, cats, func)
@@ -435,7 +462,8 @@ def randomized_response_categorical(values, categories, *, epsilon, accountant=N
     return out.reshape(shape)
 
 
-def _categorical_coins(gen, threads, codes, out, q, k):
+def _categorical_coins(gen: ChaCha20, threads: int, codes: NDArray[np.int64],
+                       out: NDArray[np.int64], q: float, k: int) -> None:
     """The responses of randomized_response_categorical into out, _CHUNK at a time: keep the
     code when U < q, else report one of the other k - 1 uniformly."""
     integers = np.random.Generator(gen).integers    # exact, from the same ChaCha20 stream
@@ -452,7 +480,8 @@ def _categorical_coins(gen, threads, codes, out, q, k):
 
 # -- estimators ------------------------------------------------------------------------------
 
-def rr_estimate_proportion(noisy_bits, *, p=None, epsilon=None):
+def rr_estimate_proportion(noisy_bits: ArrayLike, *, p: float | None = None,
+                           epsilon: float | None = None) -> tuple[float, float]:
     """rr_estimate_proportion(noisy_bits, *, p=None, epsilon=None)
 
     Unbiased estimate of the true proportion of ones from randomized responses.
@@ -500,7 +529,8 @@ def rr_estimate_proportion(noisy_bits, *, p=None, epsilon=None):
     return float(est), float(max(var, 0.0))
 
 
-def rr_proportion_variance(proportion, n, *, p=None, epsilon=None):
+def rr_proportion_variance(proportion: float, n: _IntLike, *,
+                           p: float | None = None, epsilon: float | None = None) -> float:
     """rr_proportion_variance(proportion, n, *, p=None, epsilon=None)
 
     Exact variance of :func:`rr_estimate_proportion` for ``n`` respondents of whom a
@@ -541,7 +571,9 @@ def rr_proportion_variance(proportion, n, *, p=None, epsilon=None):
     return v / (int(n) * slope * slope)
 
 
-def rr_estimate_counts(noisy_codes, k, *, epsilon, covariance=False):
+def rr_estimate_counts(noisy_codes: ArrayLike, k: _IntLike, *, epsilon: float,
+                       covariance: bool = False
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """rr_estimate_counts(noisy_codes, k, *, epsilon, covariance=False)
 
     Unbiased estimates of the true category counts from k-ary randomized responses.

@@ -41,14 +41,31 @@ a probability off by a large factor: the output distribution is within total var
 ``(1 + e**eps) * n * 2**-52``, not eps-DP. ``report_noisy_max(..., noise="gumbel")`` draws
 from the same distribution with the bounds of the previous paragraph instead.
 """
+from __future__ import annotations
+
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _native
 from .. import validation as _v
 from .._release import release
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from typing import Any, Literal, TypeAlias, TypeVar
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._native import ChaCha20
+    from ..accounting import Accountant
+
+    # What an ``rng=`` argument may be (see dpfast.rng.resolve_rng); None is the default.
+    _RngLike: TypeAlias = (int | np.integer[Any] | np.random.SeedSequence | ChaCha20
+                           | np.random.Generator)
+    _T = TypeVar("_T")
 
 __all__ = ["report_noisy_max", "exponential_mechanism", "permute_and_flip", "top_k",
            "exponential_mechanism_utility_gap"]
@@ -64,11 +81,11 @@ _KERNEL_DTYPES = (np.float64, np.float32, np.int64, np.int32)
 _BLOCK = 1 << 20
 
 
-def _utilities(values, name, func):
+def _utilities(values: ArrayLike, name: str, func: str) -> tuple[NDArray[Any], float]:
     """1-d utilities (float64, float32, int64 or int32, C-contiguous, native byte order: no
     copy of such an array) and their maximum, which must be finite."""
     try:
-        arr = np.asarray(values)
+        arr: NDArray[Any] | None = np.asarray(values)
     except (TypeError, ValueError, OverflowError):
         arr = None
     if arr is None or arr.dtype.kind not in "iuf":
@@ -94,7 +111,7 @@ def _utilities(values, name, func):
     return u, top
 
 
-def _available(u):
+def _available(u: NDArray[Any]) -> int:
     """How many candidates are not excluded (-inf), block by block."""
     if u.dtype.kind != "f":
         return u.size
@@ -102,7 +119,8 @@ def _available(u):
                for i in range(0, u.size, _BLOCK))
 
 
-def _noise_scale(func, epsilon, sensitivity, monotonic):
+def _noise_scale(func: str, epsilon: float, sensitivity: float,
+                 monotonic: bool) -> tuple[float, float]:
     """epsilon and the noise scale of every selection mechanism here: 2D/eps, or D/eps when
     monotone (Laplace, exponential and Gumbel noise alike)."""
     eps = _v.check_epsilon(epsilon, func)
@@ -114,8 +132,10 @@ def _noise_scale(func, epsilon, sensitivity, monotonic):
     return eps, scale
 
 
-def report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monotonic=False,
-                     accountant=None, rng=None, threads=None):
+def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+                     noise: Literal["laplace", "exponential", "gumbel"] = "laplace",
+                     monotonic: bool = False, accountant: Accountant | None = None,
+                     rng: _RngLike | None = None, threads: int | None = None) -> int:
     """report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monotonic=False, accountant=None, rng=None, threads=None)
 
     Index of the largest score after independent noise is added to each (only the index is
@@ -160,8 +180,9 @@ def report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monoton
                    _NOISE[noise], umax, 1.0 / scale)
 
 
-def permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, accountant=None,
-                     rng=None, threads=None):
+def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+                     monotonic: bool = False, accountant: Accountant | None = None,
+                     rng: _RngLike | None = None, threads: int | None = None) -> int:
     """permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None, threads=None)
 
     The permute-and-flip mechanism (McKenna & Sheldon 2020): visit candidates in random
@@ -186,8 +207,10 @@ def permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, acco
                    _native.NOISE_EXPONENTIAL, umax, 1.0 / scale)
 
 
-def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
-                          candidates=None, accountant=None, rng=None, threads=None):
+def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+                          monotonic: bool = False, candidates: Collection[_T] | None = None,
+                          accountant: Accountant | None = None, rng: _RngLike | None = None,
+                          threads: int | None = None) -> int | _T:
     """exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False, candidates=None, accountant=None, rng=None, threads=None)
 
     Select candidate ``r`` with probability proportional to ``exp(eps u_r / (2 D))``
@@ -228,7 +251,9 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
     u, umax = _utilities(utilities, "utilities", func)
     cand = None
     if candidates is not None:
-        if isinstance(candidates, (str, bytes, Mapping)) or not hasattr(candidates, "__len__"):
+        # Sets are unordered: which element an index names would depend on hashing.
+        if isinstance(candidates, (str, bytes, Mapping, set, frozenset)) \
+                or not hasattr(candidates, "__len__"):
             raise TypeError(f"The 'candidates' parameter of {func} must be a sequence with "
                             f"one element per utility. Got {candidates!r} instead.")
         cand = candidates if isinstance(candidates, np.ndarray) else list(candidates)
@@ -240,8 +265,9 @@ def exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False,
     return cand[index] if cand is not None else index
 
 
-def top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None,
-          threads=None):
+def top_k(scores: ArrayLike, k: int | np.integer[Any], *, epsilon: float,
+          sensitivity: float = 1, monotonic: bool = False, accountant: Accountant | None = None,
+          rng: _RngLike | None = None, threads: int | None = None) -> NDArray[np.int64]:
     """top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None, threads=None)
 
     Indices of ``k`` candidates, best first, by one-shot Gumbel top-k.
@@ -268,13 +294,19 @@ def top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None
     if not 1 <= k <= available:
         raise ValueError(f"The 'k' parameter of {func} must be in [1, {available}] (the "
                          f"candidates not excluded). Got {k!r} instead.")
+    if scale * int(k) > 2.0**1001:
+        # Beyond it 1 / (scale k) could be 0, and 0 * -inf would pick excluded candidates.
+        raise ValueError(f"The 'epsilon', 'sensitivity' and 'k' parameters of {func} must give "
+                         f"a per-pick noise scale k * scale <= 2**1001. Got k={k!r}, "
+                         f"epsilon={epsilon!r}, sensitivity={sensitivity!r} instead.")
     # Each thread keeps its k best in a heap: memory O(k threads), not O(len(scores)).
     return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_top_k, u,
                    _native.NOISE_GUMBEL, umax, 1.0 / (scale * int(k)), int(k))
 
 
-def exponential_mechanism_utility_gap(n_candidates, *, epsilon, sensitivity=1, beta=0.05,
-                                      monotonic=False):
+def exponential_mechanism_utility_gap(n_candidates: int | np.integer[Any], *, epsilon: float,
+                                      sensitivity: float = 1, beta: float = 0.05,
+                                      monotonic: bool = False) -> float:
     """exponential_mechanism_utility_gap(n_candidates, *, epsilon, sensitivity=1, beta=0.05, monotonic=False)
 
     With probability at least ``1 - beta`` the exponential mechanism's choice has utility

@@ -14,6 +14,7 @@ number of threads.
 import math
 import numbers
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +25,24 @@ from ..accounting import resolve_accountant
 from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
 from . import postprocess as _post
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Literal, TypeAlias, TypeVar, overload
+
+    from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+    from .._native import ChaCha20
+    from ..accounting import Accountant
+    from ..rng import RngLike
+
+    #: The named post-processing steps (a callable is the other choice).
+    _Named: TypeAlias = Literal["clip", "consistent"] | None
+    _Postprocess: TypeAlias = _Named | Callable[[Any], Any]
+    #: What a ``total`` parameter accepts (an integral float too, at run time).
+    _Total: TypeAlias = int | np.integer[Any]
+    _T = TypeVar("_T")
+    _Out = TypeVar("_Out", bound=NDArray[Any])
 
 __all__ = ["histogram", "histogramdd", "count_categories", "noisy_counts"]
 
@@ -36,7 +55,7 @@ BLOCK = 1 << 22
 PROGRESS_CELLS = 1 << 27
 
 
-def _leak_error(func, detail):
+def _leak_error(func: str, detail: str) -> ValueError:
     return ValueError(
         f"{func} refuses data-dependent bin edges: {detail} The edges are published with "
         "the counts, so edges computed from the data (its minimum, maximum or quantiles) "
@@ -44,7 +63,9 @@ def _leak_error(func, detail):
         "range=(low, high).")
 
 
-def _axis(dtype, bins, rng_pair, func, bins_name="bins", range_name="range"):
+def _axis(dtype: "DTypeLike", bins: object, rng_pair: "tuple[float, float] | None", func: str,
+          bins_name: str = "bins",
+          range_name: str = "range") -> "tuple[NDArray[np.float64], int]":
     """(edges, kind) for one axis, from public parameters only."""
     if isinstance(bins, str):
         raise _leak_error(func, f"{bins_name}={bins!r} chooses edges from the data.")
@@ -84,7 +105,8 @@ def _axis(dtype, bins, rng_pair, func, bins_name="bins", range_name="range"):
     return edges, _native.AXIS_SEARCH
 
 
-def _uniform_kind(dtype, edges, lo, hi, nbins):
+def _uniform_kind(dtype: "DTypeLike", edges: "NDArray[np.float64]", lo: float, hi: float,
+                  nbins: int) -> int:
     """Integer arithmetic when integer data meets integral, equally spaced edges (exact and
     fastest); else numpy's guess-and-correct on equal widths."""
     width = (hi - lo) / nbins
@@ -99,7 +121,7 @@ def _uniform_kind(dtype, edges, lo, hi, nbins):
     return _native.AXIS_UNIFORM
 
 
-def _range_pair(value, func, name):
+def _range_pair(value: tuple[float, float], func: str, name: str) -> tuple[float, float]:
     try:
         lo, hi = value
     except (TypeError, ValueError):
@@ -113,7 +135,9 @@ def _range_pair(value, func, name):
     return lo, hi
 
 
-def _prepare(func, epsilon, accountant, rng, threads, postprocess, total):
+def _prepare(func: str, epsilon: float, accountant: "Accountant | None", rng: "RngLike",
+             threads: int | None, postprocess: object, total: object,
+             ) -> "tuple[float, float, Accountant, ChaCha20, int]":
     """The shared arguments of a counting release, checked before anything happens."""
     eps = _v.check_epsilon(epsilon, func)
     scale = _v.check_mechanism_scale(1.0, eps, func, high=MAX_DISCRETE_SCALE)
@@ -131,14 +155,16 @@ def _prepare(func, epsilon, accountant, rng, threads, postprocess, total):
     return eps, scale, acct, bitgen, nthreads
 
 
-def _check_postprocess(option, func):
+def _check_postprocess(option: object, func: str) -> None:
     if option is None or option in ("clip", "consistent") or callable(option):
         return
     raise ValueError(f"The 'postprocess' parameter of {func} must be None, 'clip', "
                      f"'consistent' or a callable. Got {option!r} instead.")
 
 
-def _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total):
+def _release(func: str, counts: "NDArray[np.int64]", eps: float, scale: float,
+             acct: "Accountant", bitgen: "ChaCha20", nthreads: int,
+             postprocess: "_Postprocess", total: "_Total | None") -> Any:
     """Charge, noise the exact counts in place, post-process."""
     flat = counts.reshape(-1)
     release(func, acct, eps, 0.0, bitgen, nthreads, flat.size, _native.fill_discrete_laplace,
@@ -146,8 +172,28 @@ def _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, tota
     return _post.apply(counts, postprocess, total=total)
 
 
-def histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None,
-              threads=None, postprocess=None, total=None):
+if TYPE_CHECKING:
+    @overload
+    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *, epsilon: float,
+                  range: tuple[float, float] | None = None,
+                  accountant: Accountant | None = None, rng: RngLike = None,
+                  threads: int | None = None, postprocess: _Named = None,
+                  total: _Total | None = None,
+                  ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
+    @overload
+    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *, epsilon: float,
+                  range: tuple[float, float] | None = None,
+                  accountant: Accountant | None = None, rng: RngLike = None,
+                  threads: int | None = None,
+                  postprocess: Callable[[NDArray[np.int64]], _T],
+                  total: None = None) -> tuple[_T, NDArray[np.float64]]: ...
+
+
+def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float,
+              range: "tuple[float, float] | None" = None,
+              accountant: "Accountant | None" = None, rng: "RngLike" = None,
+              threads: int | None = None, postprocess: "_Postprocess" = None,
+              total: "_Total | None" = None) -> "tuple[Any, NDArray[np.float64]]":
     """histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
 
     An epsilon-DP histogram: exact counts plus discrete Laplace noise of scale 1/epsilon.
@@ -204,8 +250,30 @@ def histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None,
     return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total), edges
 
 
-def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
-                threads=None, postprocess=None, total=None):
+if TYPE_CHECKING:
+    @overload
+    def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
+                    epsilon: float,
+                    range: Sequence[tuple[float, float] | None] | None = None,
+                    accountant: Accountant | None = None, rng: RngLike = None,
+                    threads: int | None = None, postprocess: _Named = None,
+                    total: _Total | None = None,
+                    ) -> tuple[NDArray[np.int64], list[NDArray[np.float64]]]: ...
+    @overload
+    def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
+                    epsilon: float,
+                    range: Sequence[tuple[float, float] | None] | None = None,
+                    accountant: Accountant | None = None, rng: RngLike = None,
+                    threads: int | None = None,
+                    postprocess: Callable[[NDArray[np.int64]], _T],
+                    total: None = None) -> tuple[_T, list[NDArray[np.float64]]]: ...
+
+
+def histogramdd(sample: "ArrayLike", bins: Any, *,
+                epsilon: float, range: "Sequence[tuple[float, float] | None] | None" = None,
+                accountant: "Accountant | None" = None, rng: "RngLike" = None,
+                threads: int | None = None, postprocess: "_Postprocess" = None,
+                total: "_Total | None" = None) -> "tuple[Any, list[NDArray[np.float64]]]":
     """histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
 
     An epsilon-DP contingency table of D-dimensional records.
@@ -244,6 +312,7 @@ def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
         except ValueError:
             raise ValueError(f"The 'sample' parameter of {func} must be D arrays of equal "
                              "length.") from None
+    data: NDArray[Any]
     data = _v.check_records(sample, "sample", func, flatten=False)
     if data.ndim == 1:                            # N points in one dimension, as numpy
         data = data.reshape(-1, 1)
@@ -272,8 +341,26 @@ def histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None,
     return released, [e for e, _ in axes]
 
 
-def count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None,
-                     threads=None, postprocess=None, total=None):
+if TYPE_CHECKING:
+    @overload
+    def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
+                         epsilon: float, other: bool = False,
+                         accountant: Accountant | None = None, rng: RngLike = None,
+                         threads: int | None = None, postprocess: _Named = None,
+                         total: _Total | None = None) -> NDArray[np.int64]: ...
+    @overload
+    def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
+                         epsilon: float, other: bool = False,
+                         accountant: Accountant | None = None, rng: RngLike = None,
+                         threads: int | None = None,
+                         postprocess: Callable[[NDArray[np.int64]], _T],
+                         total: None = None) -> _T: ...
+
+
+def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[Any]", *,
+                     epsilon: float, other: bool = False, accountant: "Accountant | None" = None,
+                     rng: "RngLike" = None, threads: int | None = None,
+                     postprocess: "_Postprocess" = None, total: "_Total | None" = None) -> Any:
     """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
 
     An epsilon-DP count of each category in a public list.
@@ -330,8 +417,31 @@ def count_categories(values, categories, *, epsilon, other=False, accountant=Non
     return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
 
 
-def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None,
-                 threads=None, postprocess=None, progress=None):
+if TYPE_CHECKING:
+    @overload
+    def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+                     out: _Out, accountant: Accountant | None = None,
+                     rng: RngLike = None, threads: int | None = None,
+                     postprocess: Literal["clip"] | None = None,
+                     progress: bool | None = None) -> _Out: ...
+    @overload
+    def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+                     out: None = None, accountant: Accountant | None = None,
+                     rng: RngLike = None, threads: int | None = None,
+                     postprocess: _Named = None,
+                     progress: bool | None = None) -> NDArray[Any]: ...
+    @overload
+    def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+                     out: None = None, accountant: Accountant | None = None,
+                     rng: RngLike = None, threads: int | None = None,
+                     postprocess: Callable[[NDArray[Any]], _T],
+                     progress: bool | None = None) -> _T: ...
+
+
+def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
+                 out: "NDArray[Any] | None" = None, accountant: "Accountant | None" = None,
+                 rng: "RngLike" = None, threads: int | None = None,
+                 postprocess: "_Postprocess" = None, progress: bool | None = None) -> Any:
     """noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None)
 
     Release counts computed elsewhere: each cell plus Laplace noise of scale
@@ -403,13 +513,15 @@ def noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, r
     return dst
 
 
-def _noise_blocks(gen, threads, src, dst, scale, clip, bar):
+def _noise_blocks(gen: "ChaCha20", threads: int, src: "NDArray[Any]", dst: "NDArray[Any]",
+                  scale: float, clip: bool, bar: Any) -> None:
     """dst = src + noise (of scale), BLOCK cells at a time under one key, so that memory stays
     bounded and the release equals a one-shot one; clipped at 0 if asked."""
     # One key for all blocks; a table of one block lets its kernel call draw the key, as any
     # one-shot call does (the same key).
     key = gen if dst.size <= BLOCK else _native.Key(gen)
     is_int = dst.dtype.kind == "i"
+    fill: Any                   # one of two kernels, called with its own params
     fill, params = ((_native.fill_discrete_laplace, (scale,)) if is_int
                     else (_native.fill_laplace, laplace_grid(scale)[::-1]))
     flat_in = src.reshape(-1) if src.flags.c_contiguous else None
@@ -424,7 +536,7 @@ def _noise_blocks(gen, threads, src, dst, scale, clip, bar):
         for start in range(0, flat_out.size, BLOCK):
             stop = min(start + BLOCK, flat_out.size)
             if direct:
-                base, dest = flat_in[start:stop], flat_out[start:stop]
+                base, dest = flat_in[start:stop], flat_out[start:stop]  # type: ignore[index]
             else:
                 block = flat_in[start:stop] if flat_in is not None else src.flat[start:stop]
                 base = dest = np.array(block, dtype=work, copy=True)
@@ -440,13 +552,14 @@ def _noise_blocks(gen, threads, src, dst, scale, clip, bar):
             bar.close()
 
 
-def _same_buffer(a, b):
+def _same_buffer(a: "NDArray[Any]", b: "NDArray[Any]") -> bool:
     """Whether a and b view exactly the same memory in the same layout."""
     return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
             and a.strides == b.strides and a.shape == b.shape)
 
 
-def _check_out(out, src, is_int, postprocess, func):
+def _check_out(out: object, src: "NDArray[Any]", is_int: bool, postprocess: object,
+               func: str) -> "NDArray[Any]":
     """The array the release goes to: a new one, or the caller's `out` once checked."""
     if out is None:
         return np.empty(src.shape, dtype=np.int64 if is_int else np.float64)
@@ -469,9 +582,11 @@ def _check_out(out, src, is_int, postprocess, func):
     return out
 
 
-def _check_counts_fit(src, dst, is_int, scale, func):
+def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool, scale: float,
+                      func: str) -> None:
     """Reject, block by block (bounded memory), counts that are NaN/inf or too large for
     exact arithmetic, or for the destination once noise is added."""
+    limit: float
     if is_int:
         # |K| <= t (c + 1100 ln 2) + 1 < 763.3 t + 1 (the sampler's deepest binade).
         limit = 2**62 if dst.dtype == np.int64 else 2**31 - 1 - math.ceil(763.3 * scale + 1)
@@ -496,7 +611,7 @@ def _check_counts_fit(src, dst, is_int, scale, func):
                              f"Got {bad!r} instead.")
 
 
-def _blocks(a):
+def _blocks(a: "NDArray[Any]") -> "Iterable[NDArray[Any]]":
     """The cells of `a` in C order, BLOCK at a time: views of a C-contiguous array (the array
     itself when it is one block), copies otherwise."""
     if a.size <= BLOCK and a.flags.c_contiguous:
@@ -506,7 +621,7 @@ def _blocks(a):
             for i in range(0, a.size, BLOCK))
 
 
-def _progress_bar(n, progress):
+def _progress_bar(n: int, progress: bool | None) -> Any:
     if progress is False or (progress is None and n <= PROGRESS_CELLS):
         return None
     try:

@@ -11,10 +11,23 @@ a sort of those cells that a few cheap pruning passes could not settle.
 """
 import math
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..validation import _fail, check_data, check_real
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Literal, TypeAlias, TypeVar, overload
+
+    from numpy.typing import ArrayLike, NDArray
+
+    #: What a ``total`` parameter accepts (an integral float too, at run time).
+    _Total: TypeAlias = int | np.integer[Any]
+    _Counts = TypeVar("_Counts", bound=ArrayLike)
+    _Scalar = TypeVar("_Scalar", bound=np.integer[Any] | np.floating[Any])
+    _T = TypeVar("_T")
 
 __all__ = [
     "apply",
@@ -45,12 +58,14 @@ _POSTPROCESS_RULE = "None, 'clip', 'consistent' or a callable"
 
 
 # -- validation ------------------------------------------------------------------------
-def _check_counts(value, name, func):
+def _check_counts(value: "ArrayLike", name: str,
+                  func: str) -> "NDArray[np.integer[Any] | np.floating[Any]]":
     """The input as an array of its own integer or real floating dtype, every entry finite.
 
     Unlike :func:`check_data` the dtype is kept (callers promise it back); the rejections
     and their messages are check_data's.
     """
+    arr: NDArray[np.integer[Any] | np.floating[Any]] | None
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError, OverflowError):
@@ -63,7 +78,7 @@ def _check_counts(value, name, func):
     return arr
 
 
-def _check_integer_total(total, func, high):
+def _check_integer_total(total: object, func: str, high: int) -> int:
     """A non-negative integral number (Python or numpy int, or an integral float) <= high,
     as a Python int."""
     rule = "a non-negative integer"
@@ -83,12 +98,12 @@ def _check_integer_total(total, func, high):
     return value
 
 
-def _first_index(mask, shape):
+def _first_index(mask: "NDArray[np.bool_]", shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), shape))
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _exact_sum(a, bounded):
+def _exact_sum(a: "NDArray[Any]", bounded: bool) -> int:
     """Sum of an int64 array as a Python int; ``bounded`` promises size * max|a| < 2^63."""
     if bounded or a.size == 0:
         return int(a.sum())
@@ -96,7 +111,7 @@ def _exact_sum(a, bounded):
     return (int((a >> 32).sum()) << 32) + int((a & 0xFFFFFFFF).sum())
 
 
-def _sorted_threshold(cand, total):
+def _sorted_threshold(cand: "NDArray[np.float64]", total: float) -> tuple[float, float]:
     """(tau, anchor): tau with sum(max(cand - tau, 0)) = total, from the sorted candidates,
     and the smallest candidate above it.
 
@@ -115,7 +130,7 @@ def _sorted_threshold(cand, total):
     return float(top + thresholds[rho]), float(ordered[rho])
 
 
-def _estimate_tau(v, total):
+def _estimate_tau(v: "NDArray[np.float64]", total: float) -> tuple[float, float]:
     """(tau, anchor) for ``v`` (float64, non-empty) and total > 0: an approximation of the
     projection threshold, accurate to rounding unless |v| >> total, and an entry of ``v``
     (the smallest one believed active, else the largest) to measure values from."""
@@ -141,7 +156,8 @@ def _estimate_tau(v, total):
     return _sorted_threshold(cand, total) if cand.size else (t, top)
 
 
-def _newton(d, total, t):
+def _newton(d: "NDArray[np.float64]", total: float,
+            t: float) -> tuple[float, float | None]:
     """Refine the threshold t of d by Newton steps on the piecewise-linear, convex,
     decreasing f(t) = sum(max(d - t, 0)).
 
@@ -171,7 +187,7 @@ def _newton(d, total, t):
     return t, None
 
 
-def _project_flat(v, total):
+def _project_flat(v: "NDArray[np.float64]", total: float) -> "NDArray[np.float64]":
     """Euclidean projection of the 1-d float64 ``v`` (non-empty) onto the simplex of sum
     ``total`` > 0; returns a new float64 array."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -204,7 +220,8 @@ def _project_flat(v, total):
     return np.maximum(d, 0.0, out=d)
 
 
-def _integer_threshold(v, total, bounded):
+def _integer_threshold(v: "NDArray[np.int64]", total: int,
+                       bounded: bool) -> tuple[int, int, int]:
     """For int64 ``v`` (non-empty, |v| <= 2^61) and an int total > 0, the exact threshold of
     the projection as (q, n, rem): the active cells are those with v > q, there are n of
     them, and tau = q + rem / n with 0 <= rem < n.
@@ -243,7 +260,7 @@ def _integer_threshold(v, total, bounded):
                 back *= 2
 
 
-def _give_units(base, frac, r):
+def _give_units(base: "NDArray[np.int64]", frac: "NDArray[np.float64]", r: int) -> None:
     """Add one to the r entries of base with the largest frac, ties to the lower index
     (what a stable descending sort would pick), in linear time."""
     k = base.size
@@ -261,23 +278,24 @@ def _give_units(base, frac, r):
     base[np.flatnonzero(frac == cut)[:need]] += 1
 
 
-def _unreachable_total(total, low, k, func):
+def _unreachable_total(total: int, low: int, k: int, func: str) -> ValueError:
     return ValueError(f"The 'total' parameter of {func} must be between sum(floor(x)) = {low} "
                       f"and sum(floor(x)) + x.size = {low + k}. Got {total!r} instead.")
 
 
-def _check_floor_sum(estimate, func):
+def _check_floor_sum(estimate: float, func: str) -> None:
     # Beyond 2^62 the exact int64 sum of the floors could wrap around.
     if estimate >= 2.0**62:
         raise ValueError(f"The 'x' parameter of {func} must have sum(floor(x)) below 2^62. "
                          f"Got a sum of about {estimate:g} instead.")
 
 
-def _largest_remainder(x, total, func, repair):
+def _largest_remainder(x: "NDArray[Any]", total: int, func: str,
+                       repair: bool) -> "NDArray[np.int64]":
     """Round the 1-d non-negative float64 x to int64 summing to total; see
     round_preserving_sum. ``repair`` absorbs a sum that float rounding pushed out of reach."""
     k = x.size
-    floors = np.floor(x)
+    floors: NDArray[np.float64] = np.floor(x)
     _check_floor_sum(float(np.sum(floors)), func)
     base = floors.astype(np.int64)
     frac = np.subtract(x, floors, out=floors)   # exact: floor(x) is within 2x of x
@@ -299,7 +317,7 @@ def _largest_remainder(x, total, func, repair):
     return base
 
 
-def _consistent_int(v, total):
+def _consistent_int(v: "NDArray[Any]", total: int) -> "NDArray[np.int64]":
     """consistent_counts for int64 cells with |v| <= 2^61, in exact integer arithmetic."""
     k = v.size
     top = max(abs(int(v.max())), abs(int(v.min())))
@@ -309,7 +327,7 @@ def _consistent_int(v, total):
     # x = v - q - rem/n on the active cells: floors v - q - 1 (v - q when rem = 0), all with
     # the same fractional part, so the n - rem leftover units go to the first active cells.
     floor_shift = q + 1 if rem else q
-    out = v - floor_shift
+    out: NDArray[np.int64] = v - floor_shift
     out *= active
     if rem:
         out[np.flatnonzero(active)[:n - rem]] += 1
@@ -317,7 +335,14 @@ def _consistent_int(v, total):
 
 
 # -- public functions ------------------------------------------------------------------
-def clip_nonnegative(counts):
+if TYPE_CHECKING:
+    @overload
+    def clip_nonnegative(counts: NDArray[_Scalar]) -> NDArray[_Scalar]: ...
+    @overload
+    def clip_nonnegative(counts: ArrayLike) -> NDArray[Any]: ...
+
+
+def clip_nonnegative(counts: "ArrayLike") -> Any:
     """Set negative counts to zero.
 
     Parameters
@@ -356,7 +381,7 @@ def clip_nonnegative(counts):
     return np.maximum(arr, arr.dtype.type(0), out=out)
 
 
-def project_simplex(values, total):
+def project_simplex(values: "ArrayLike", total: float) -> "NDArray[np.float64]":
     """Euclidean projection onto the scaled simplex ``{x : x >= 0, sum(x) = total}``.
 
     Parameters
@@ -418,7 +443,7 @@ def project_simplex(values, total):
     return _project_flat(flat, total).reshape(arr.shape)
 
 
-def round_preserving_sum(x, total):
+def round_preserving_sum(x: "ArrayLike", total: "_Total") -> "NDArray[np.int64]":
     """Round non-negative numbers to integers with a prescribed sum (largest remainders).
 
     Every entry becomes ``floor(x_i)`` or ``floor(x_i) + 1``: the floors are taken, then the
@@ -475,7 +500,7 @@ def round_preserving_sum(x, total):
     # Integers are their own floors (exactly, even beyond 2^53) with equal fractional parts
     # of zero, so the leftover units go to the first entries.
     _check_floor_sum(float(np.sum(flat, dtype=np.float64)), func)
-    out = flat.copy()
+    out: NDArray[np.int64] = flat.copy()
     r = total - int(out.sum())
     if not 0 <= r <= out.size:
         raise _unreachable_total(total, total - r, out.size, func)
@@ -483,7 +508,7 @@ def round_preserving_sum(x, total):
     return out.reshape(arr.shape)
 
 
-def consistent_counts(counts, total=None):
+def consistent_counts(counts: "ArrayLike", total: "_Total | None" = None) -> "NDArray[np.int64]":
     """Make noisy counts non-negative integers with a given sum, as close as possible.
 
     The counts are projected onto ``{x >= 0, sum(x) = total}`` (:func:`project_simplex`) and
@@ -538,6 +563,7 @@ def consistent_counts(counts, total=None):
     func = "consistent_counts"
     arr, is_int = check_data(counts, "counts", func)
     if total is None:
+        s: float
         if is_int:
             top = max(abs(int(arr.max())), abs(int(arr.min()))) if arr.size else 0
             s = _exact_sum(arr.reshape(-1), top * arr.size < 2**63)
@@ -565,7 +591,23 @@ def consistent_counts(counts, total=None):
     return out.reshape(arr.shape)
 
 
-def apply(counts, postprocess, *, total=None):
+if TYPE_CHECKING:
+    @overload
+    def apply(counts: _Counts, postprocess: None, *, total: _Total | None = None) -> _Counts: ...
+    @overload
+    def apply(counts: ArrayLike, postprocess: Literal["clip"], *,
+              total: _Total | None = None) -> NDArray[Any]: ...
+    @overload
+    def apply(counts: ArrayLike, postprocess: Literal["consistent"], *,
+              total: _Total | None = None) -> NDArray[np.int64]: ...
+    @overload
+    def apply(counts: _Counts, postprocess: Callable[[_Counts], _T], *,
+              total: _Total | None = None) -> _T: ...
+
+
+def apply(counts: "ArrayLike",
+          postprocess: "Literal['clip', 'consistent'] | Callable[[Any], Any] | None", *,
+          total: "_Total | None" = None) -> Any:
     """Apply a named or callable post-processing step to released counts.
 
     This is the dispatch behind the ``postprocess=`` options of other dpfast functions.
