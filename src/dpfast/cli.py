@@ -465,7 +465,8 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     if args.small_calls:
         return _bench_small_calls(args, out, repeat)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
-                            include_libraries=not args.no_libraries, scaling_too=args.scaling,
+                            include_libraries=not args.no_libraries,
+                            scaling_too=args.scaling and not args.quick,
                             quick=False)
     # quick is recorded as asked, though size and repeat above already honour it.
     report.settings["quick"] = args.quick

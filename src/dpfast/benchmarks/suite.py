@@ -483,6 +483,7 @@ def run(size: int = 10**7, threads: int | Iterable[int] | None = None, repeat: i
     repeat = check_positive_int(repeat, "repeat")
     threads = _thread_list(threads)
     notes: list[str] = []
+    only = None if only is None else [only] if isinstance(only, str) else list(only)
     todo = cases(size, threads, only)
     times = _measure(todo, repeat)
     if include_libraries:

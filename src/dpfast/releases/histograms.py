@@ -321,6 +321,8 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
                          f"sequence of D arrays. Got an array of shape {data.shape} instead.")
     data = np.asarray(data, dtype=np.float64, order="C")
     dims = data.shape[1]
+    if isinstance(bins, str):
+        raise _leak_error(func, f"bins={bins!r} chooses edges from the data.")
     per_dim_bins = [bins] * dims if isinstance(bins, numbers.Integral) else list(bins)
     if len(per_dim_bins) != dims:
         raise ValueError(f"The 'bins' parameter of {func} must give one entry per dimension "
