@@ -140,6 +140,8 @@ cdef extern from "sampling.h":
     void dpf_sum_exp_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     int64_t dpf_find_exp(const void *u, int utype, int64_t lo, int64_t n, double umax,
                          double a, double v) nogil
+    void dpf_value_range(const void *x, int dtype, size_t n, double *flo, double *fhi,
+                         int64_t *ilo, int64_t *ihi) nogil
     double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind) nogil
     double dpf_exp_nonpos_shim(double x) nogil
     double dpf_dlap_from_bits(uint64_t w, uint64_t n0, const dpf_dlap_params *p) nogil
@@ -181,10 +183,7 @@ cdef extern from "counting.h":
         int atomic
     void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind) nogil
     void dpf_count_block(void *task, int64_t block, int slot) noexcept nogil
-    void dpf_range_f64(const double *x, size_t n, double *lo, double *hi) nogil
-    void dpf_range_f32(const float *x, size_t n, double *lo, double *hi) nogil
-    void dpf_range_i64(const int64_t *x, size_t n, int64_t *lo, int64_t *hi) nogil
-    void dpf_range_i32(const int32_t *x, size_t n, int64_t *lo, int64_t *hi) nogil
+
 
 CHUNK = DPF_CHUNK
 MAX_EXTRA_WORDS = DPF_MAX_EXTRA_WORDS
@@ -1005,18 +1004,6 @@ def count_codes(cnp.ndarray codes not None, int64_t ncells, int threads):
     return _count(&task, threads)
 
 
-cdef void _range(int t, const void *p, size_t n, int64_t *ilo, int64_t *ihi, double *flo,
-                 double *fhi) noexcept nogil:
-    if t == cnp.NPY_INT64:
-        dpf_range_i64(<const int64_t *>p, n, ilo, ihi)
-    elif t == cnp.NPY_INT32:
-        dpf_range_i32(<const int32_t *>p, n, ilo, ihi)
-    elif t == cnp.NPY_FLOAT64:
-        dpf_range_f64(<const double *>p, n, flo, fhi)
-    else:
-        dpf_range_f32(<const float *>p, n, flo, fhi)
-
-
 def value_range(cnp.ndarray x not None):
     """(smallest, largest) element of a C-contiguous native float64, float32, int64 or int32
     array with at least one element, in one pass: Python ints for integer arrays, floats
@@ -1025,16 +1012,25 @@ def value_range(cnp.ndarray x not None):
     cdef double flo = 0.0, fhi = 0.0
     cdef size_t n = cnp.PyArray_SIZE(x)
     cdef const void *p = cnp.PyArray_DATA(x)
-    cdef int t = cnp.PyArray_TYPE(x)
-    if n == 0 or not cnp.PyArray_IS_C_CONTIGUOUS(x) or not cnp.PyArray_ISNOTSWAPPED(x) \
-            or t not in (cnp.NPY_INT64, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_FLOAT32):
+    cdef int t = cnp.PyArray_TYPE(x), dtype
+    if n == 0 or not cnp.PyArray_IS_C_CONTIGUOUS(x) or not cnp.PyArray_ISNOTSWAPPED(x):
+        return None
+    if t == cnp.NPY_FLOAT64:
+        dtype = DPF_F64
+    elif t == cnp.NPY_FLOAT32:
+        dtype = DPF_F32
+    elif t == cnp.NPY_INT64:
+        dtype = DPF_I64
+    elif t == cnp.NPY_INT32:
+        dtype = DPF_I32
+    else:
         return None
     if n > 1 << 16:
         with nogil:
-            _range(t, p, n, &ilo, &ihi, &flo, &fhi)
+            dpf_value_range(p, dtype, n, &flo, &fhi, &ilo, &ihi)
     else:
-        _range(t, p, n, &ilo, &ihi, &flo, &fhi)
-    if t == cnp.NPY_INT64 or t == cnp.NPY_INT32:
+        dpf_value_range(p, dtype, n, &flo, &fhi, &ilo, &ihi)
+    if dtype == DPF_I64 or dtype == DPF_I32:
         return ilo, ihi
     return flo, fhi
 

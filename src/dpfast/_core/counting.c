@@ -1,7 +1,5 @@
 #include "counting.h"
 
-#include <math.h>
-
 void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind)
 {
     ax->edges = edges;
@@ -184,37 +182,3 @@ void dpf_count_block(void *task_, int64_t block, int slot)
         break;
     }
 }
-
-/* Min and max as selects (no branches), with a NaN flag: vectorizable, one pass. */
-#define DPF_DEFINE_RANGE_FLOAT(NAME, T)                                                     \
-    void NAME(const T *x, size_t n, double *lo, double *hi)                                 \
-    {                                                                                       \
-        T a = x[0], b = x[0];                                                               \
-        int nan = 0;                                                                        \
-        for (size_t i = 0; i < n; i++) {                                                    \
-            T v = x[i];                                                                     \
-            a = v < a ? v : a;                                                              \
-            b = v > b ? v : b;                                                              \
-            nan |= v != v;                                                                  \
-        }                                                                                   \
-        *lo = nan ? (double)NAN : (double)a;                                                \
-        *hi = nan ? (double)NAN : (double)b;                                                \
-    }
-
-#define DPF_DEFINE_RANGE_INT(NAME, T)                                                       \
-    void NAME(const T *x, size_t n, int64_t *lo, int64_t *hi)                               \
-    {                                                                                       \
-        T a = x[0], b = x[0];                                                               \
-        for (size_t i = 0; i < n; i++) {                                                    \
-            T v = x[i];                                                                     \
-            a = v < a ? v : a;                                                              \
-            b = v > b ? v : b;                                                              \
-        }                                                                                   \
-        *lo = a;                                                                            \
-        *hi = b;                                                                            \
-    }
-
-DPF_DEFINE_RANGE_FLOAT(dpf_range_f64, double)
-DPF_DEFINE_RANGE_FLOAT(dpf_range_f32, float)
-DPF_DEFINE_RANGE_INT(dpf_range_i64, int64_t)
-DPF_DEFINE_RANGE_INT(dpf_range_i32, int32_t)

@@ -65,13 +65,6 @@ typedef struct {
 
 void dpf_count_block(void *task, int64_t block, int slot);
 
-/* The smallest and largest of x[0:n] in one pass (n >= 1), for the checks made before a
- * release: for floating types, both are NaN if any element is NaN. */
-void dpf_range_f64(const double *x, size_t n, double *lo, double *hi);
-void dpf_range_f32(const float *x, size_t n, double *lo, double *hi);
-void dpf_range_i64(const int64_t *x, size_t n, int64_t *lo, int64_t *hi);
-void dpf_range_i32(const int32_t *x, size_t n, int64_t *lo, int64_t *hi);
-
 #ifdef __cplusplus
 }
 #endif

@@ -377,12 +377,17 @@ typedef struct {
     void (*sum_exp)(const double *, size_t, double, double, double *);
     void (*exp_weights)(const double *, size_t, double, double, double *);
     void (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_task *, double *, uint64_t *);
+    void (*range_f64)(const void *, size_t, double *, double *);
+    void (*range_f32)(const void *, size_t, double *, double *);
+    void (*range_i64)(const void *, size_t, int64_t *, int64_t *);
+    void (*range_i32)(const void *, size_t, int64_t *, int64_t *);
 } dpf_kernels;
 
 #define DPF_KERNELS(SFX)                                                                    \
     {dpf_any_slow_##SFX, dpf_dlap_int_##SFX, dpf_dlap_grid_##SFX, dpf_uniform_##SFX,        \
      dpf_dlap_i32_##SFX, dpf_narrow_##SFX, dpf_noisy_##SFX, dpf_sum_exp_##SFX,              \
-     dpf_exp_weights_##SFX, dpf_dgauss_batch_##SFX}
+     dpf_exp_weights_##SFX, dpf_dgauss_batch_##SFX, dpf_range_f64_##SFX, dpf_range_f32_##SFX, \
+     dpf_range_i64_##SFX, dpf_range_i32_##SFX}
 
 static const dpf_kernels dpf_k_scalar = DPF_KERNELS(scalar);
 #ifdef DPF_HAVE_X86
@@ -673,8 +678,10 @@ void dpf_sum_exp_chunk(void *task_, int64_t chunk, int slot)
     int64_t start = chunk * DPF_CHUNK;
     (void)slot;
     size_t n = (size_t)dpf_chunk_len(task->n, start);
-    for (size_t off = 0; off < n; off += DPF_FIND_BLOCK) {
-        size_t len = n - off < DPF_FIND_BLOCK ? n - off : DPF_FIND_BLOCK;
+    /* Doubles are summed in one pass; other types are converted a block at a time. */
+    size_t block = task->utype == DPF_F64 ? n : DPF_FIND_BLOCK;
+    for (size_t off = 0; off < n; off += block) {
+        size_t len = n - off < block ? n - off : block;
         const double *ub = dpf_as_double(task->u, task->utype, start + (int64_t)off, len, conv);
         kern->sum_exp(ub, len, task->umax, task->a, acc);
     }
@@ -749,6 +756,28 @@ int64_t dpf_find_exp(const void *u, int utype, int64_t first, int64_t n_, double
         return (int64_t)(lo + i);
     }
     return last;                            /* only if v * total rounded up to total */
+}
+
+/* ---- value ranges ---- */
+
+void dpf_value_range(const void *x, int dtype, size_t n, double *flo, double *fhi,
+                     int64_t *ilo, int64_t *ihi)
+{
+    const dpf_kernels *kern = dpf_kernels_get();
+    switch (dtype) {
+    case DPF_F64:
+        kern->range_f64(x, n, flo, fhi);
+        break;
+    case DPF_F32:
+        kern->range_f32(x, n, flo, fhi);
+        break;
+    case DPF_I64:
+        kern->range_i64(x, n, ilo, ihi);
+        break;
+    default:
+        kern->range_i32(x, n, ilo, ihi);
+        break;
+    }
 }
 
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind)

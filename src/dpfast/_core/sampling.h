@@ -148,6 +148,13 @@ void dpf_sum_exp_chunk(void *task, int64_t chunk, int slot);
 int64_t dpf_find_exp(const void *u, int utype, int64_t lo, int64_t n, double umax, double a,
                      double v);
 
+/* ---- checks before a release ----------------------------------------------------------- */
+/* The smallest and largest of x[0:n] (n >= 1) of type dtype (enum dpf_dtype), in one
+ * vectorized pass: into flo/fhi for floating types (both NaN if any element is NaN), into
+ * ilo/ihi for integer types. */
+void dpf_value_range(const void *x, int dtype, size_t n, double *flo, double *fhi,
+                     int64_t *ilo, int64_t *ihi);
+
 /* ---- test shims ------------------------------------------------------------------------ */
 /* The unit selection noise of word w with n0 leading zeros, and exp as computed. */
 double dpf_select_noise_from_bits(uint64_t w, uint64_t n0, int kind);
