@@ -168,3 +168,30 @@ def test_scalar_and_shapes():
     assert dp.laplace(1.0, (3, 4), rng=1).shape == (3, 4)
     assert dp.discrete_laplace(1.0, 0, rng=1).shape == (0,)
     assert dp.uniform((2, 0), rng=1).shape == (2, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+def test_value_range_matches_numpy_on_every_instruction_set(dtype):
+    gen = np.random.default_rng(1500)
+    arrays = [gen.normal(size=n) * 1e6 for n in (1, 2, 7, 8, 9, 15, 16, 17, 100, 4099)]
+    impls = [name for name in ("avx512", "avx2", "scalar") if _native.set_simd_impl(name)]
+    try:
+        for name in impls:
+            assert _native.set_simd_impl(name)
+            for a in arrays:
+                x = a.astype(dtype)
+                assert _native.value_range(x) == (x.min().item(), x.max().item()), (name, x)
+                if x.dtype.kind == "f":
+                    for pos in {0, x.size // 2, x.size - 1}:
+                        y = x.copy()
+                        y[pos] = np.nan
+                        lo, hi = _native.value_range(y)
+                        assert np.isnan(lo) and np.isnan(hi), (name, y.size, pos)
+                    y = x.copy()
+                    y[-1] = -np.inf
+                    assert _native.value_range(y)[0] == -np.inf
+    finally:
+        _native.set_simd_impl("auto")
+    assert _native.value_range(np.zeros(0)) is None
+    assert _native.value_range(np.zeros(4)[::2]) is None          # not contiguous
+    assert _native.value_range(np.zeros(4, dtype=np.int8)) is None
