@@ -533,14 +533,17 @@ cdef class Tally:
     cdef public tuple budget
     cdef public tuple spent
     cdef public list records
+    cdef dict _eps_cache, _delta_cache
 
-    def __cinit__(self, tuple budget):
+    def __cinit__(self, tuple budget, dict eps_cache, dict delta_cache):
         self._lock = PyThread_allocate_lock()
         if self._lock == NULL:
             raise MemoryError()
         self.budget = budget
         self.spent = (0, 0)
         self.records = []
+        self._eps_cache = eps_cache
+        self._delta_cache = delta_cache
 
     def __dealloc__(self):
         if self._lock != NULL:
@@ -560,6 +563,19 @@ cdef class Tally:
     def __exit__(self, *exc):
         PyThread_release_lock(self._lock)
         return False
+
+    def spend(self, epsilon, delta, label):
+        """The plain spend of floats already converted: their exact amounts e and d are
+        looked up in the caches given at creation (which hold checked values only), and the
+        record is (epsilon, delta, label, (), (e, d)). True if charged; False if either value
+        is not a cached float (the caller converts it) or the budget refuses."""
+        if type(epsilon) is not float or type(delta) is not float:
+            return False
+        e = self._eps_cache.get(epsilon)
+        d = self._delta_cache.get(delta)
+        if e is None or d is None:
+            return False
+        return self.add(e, d, (epsilon, delta, label, (), (e, d)))
 
     def add(self, e, d, record):
         """If spent + (e, d) stays within the budget, add it and append ``record`` to

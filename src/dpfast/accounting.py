@@ -420,7 +420,7 @@ class Accountant:
         self._k: int = int(group_size)
         self._budget: tuple[_Amount, _Amount] = (_exact(eps), _exact(dlt))
         # Spent so far and the raw record of spends, under the tally's lock.
-        self._tally: _native.Tally = _native.Tally(self._budget)
+        self._tally: _native.Tally = _native.Tally(self._budget, _eps_cache, _delta_cache)
         # The group-scaled cost of each outermost parallel block, for advanced composition
         # (each block keeps and updates its own slot; a spend outside blocks is its own
         # ledger record's charge).
@@ -769,16 +769,15 @@ class Accountant:
         TypeError, ValueError
             If epsilon or delta is not a valid privacy parameter.
         """
-        # The cache lookups of _amount, inlined: a spend is on every release's path.
-        e = _eps_cache.get(epsilon) if type(epsilon) is float else None
-        if e is None:
-            e = _amount(epsilon, "epsilon", "Accountant.spend")
-        d = _delta_cache.get(delta) if type(delta) is float else None
-        if d is None:
-            d = _amount(delta, "delta", "Accountant.spend")
-        if self._simple and not _blocks.get():
-            # Groups of one, basic composition and no parallel block open: the charge is
-            # (e, d), checked and added in one compiled step.
+        # Groups of one, basic composition and no parallel block open: the charge is the
+        # amounts themselves. When both are floats seen before, their conversions are cached
+        # and the whole spend is one compiled step (a spend is on every release's path).
+        simple = self._simple and not _blocks.get()
+        if simple and self._tally.spend(epsilon, delta, label):
+            return
+        e = _amount(epsilon, "epsilon", "Accountant.spend")
+        d = _amount(delta, "delta", "Accountant.spend")
+        if simple:
             if not self._tally.add(e, d, (epsilon, delta, label, (), (e, d))):
                 with self._tally:
                     error = self._refusal(epsilon, delta, (e, d), False)

@@ -18,7 +18,7 @@ Kamath & Steinke (their Theorem 7) at sigma 2 to 5 exceeds the continuous delta 
 integer data.
 """
 import math
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -28,16 +28,10 @@ from .._release import release
 from ..samplers import gaussian_grid
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     from numpy.typing import ArrayLike, NDArray
 
-    from .._native import ChaCha20
     from ..accounting import Accountant
-
-    # What ``rng=`` accepts (see dpfast.rng.resolve_rng).
-    _RngLike: TypeAlias = (ChaCha20 | np.random.Generator | np.random.SeedSequence | int
-                           | np.integer[Any] | None)
+    from ..rng import RngLike
 
 __all__ = ["gaussian_mechanism", "gaussian_sigma"]
 
@@ -112,7 +106,7 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
 
 def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float, delta: float,
                        calibration: Literal["analytic", "classic"] = "analytic",
-                       accountant: "Accountant | None" = None, rng: "_RngLike" = None,
+                       accountant: "Accountant | None" = None, rng: "RngLike" = None,
                        threads: int | None = None) -> "float | NDArray[np.float64]":
     """gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analytic", accountant=None, rng=None, threads=None)
 

@@ -19,16 +19,11 @@ from ..samplers import MAX_DISCRETE_SCALE, eta, laplace_grid
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypeAlias
 
     from numpy.typing import ArrayLike, NDArray
 
-    from .._native import ChaCha20
     from ..accounting import Accountant
-
-    # What ``rng=`` accepts (see dpfast.rng.resolve_rng).
-    _RngLike: TypeAlias = (ChaCha20 | np.random.Generator | np.random.SeedSequence | int
-                           | np.integer[Any] | None)
+    from ..rng import RngLike
 
 __all__ = ["laplace_mechanism", "laplace_privacy_loss", "max_error_bound"]
 
@@ -38,7 +33,7 @@ _MAX_INT_VALUE = 2**62
 
 
 def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
-                      accountant: "Accountant | None" = None, rng: "_RngLike" = None,
+                      accountant: "Accountant | None" = None, rng: "RngLike" = None,
                       threads: int | None = None,
                       ) -> "int | float | NDArray[np.int64] | NDArray[np.float64]":
     """laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None, threads=None)

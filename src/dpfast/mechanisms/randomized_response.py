@@ -66,8 +66,7 @@ if TYPE_CHECKING:
     from ..accounting import Accountant
 
     # What an ``rng=`` argument may be (see dpfast.rng.resolve_rng); None is the default.
-    _RngLike: TypeAlias = (int | np.integer[Any] | np.random.SeedSequence | ChaCha20
-                           | np.random.Generator)
+    from ..rng import RngLike
     # An integer as the checks here accept it: any numbers.Integral (which mypy does not
     # see int or numpy integers as), bools excluded at run time.
     _IntLike: TypeAlias = int | np.integer[Any] | numbers.Integral
@@ -279,7 +278,7 @@ def _check_bits(bits: ArrayLike, func: str, name: str = "bits") -> NDArray[np.ui
 
 def randomized_response(bits: ArrayLike, *, p: float | None = None,
                         epsilon: float | None = None, accountant: Accountant | None = None,
-                        rng: _RngLike | None = None,
+                        rng: RngLike = None,
                         threads: int | None = None) -> NDArray[np.uint8] | int:
     """randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None, threads=None)
 
@@ -371,7 +370,7 @@ def _binary_coins(gen: ChaCha20, threads: int, bits: NDArray[np.uint8],
 def randomized_response_categorical(values: ArrayLike,
                                     categories: _IntLike | Sequence[Any] | NDArray[Any], *,
                                     epsilon: float, accountant: Accountant | None = None,
-                                    rng: _RngLike | None = None,
+                                    rng: RngLike = None,
                                     threads: int | None = None) -> NDArray[np.int64]:
     """randomized_response_categorical(values, categories, *, epsilon, accountant=None, rng=None, threads=None)
 

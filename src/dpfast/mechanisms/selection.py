@@ -55,16 +55,14 @@ from .._release import release
 
 if TYPE_CHECKING:
     from collections.abc import Collection
-    from typing import Any, Literal, TypeAlias, TypeVar
+    from typing import Any, Literal, TypeVar
 
     from numpy.typing import ArrayLike, NDArray
 
-    from .._native import ChaCha20
     from ..accounting import Accountant
 
     # What an ``rng=`` argument may be (see dpfast.rng.resolve_rng); None is the default.
-    _RngLike: TypeAlias = (int | np.integer[Any] | np.random.SeedSequence | ChaCha20
-                           | np.random.Generator)
+    from ..rng import RngLike
     _T = TypeVar("_T")
 
 __all__ = ["report_noisy_max", "exponential_mechanism", "permute_and_flip", "top_k",
@@ -137,7 +135,7 @@ def _noise_scale(func: str, epsilon: float, sensitivity: float,
 def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                      noise: Literal["laplace", "exponential", "gumbel"] = "laplace",
                      monotonic: bool = False, accountant: Accountant | None = None,
-                     rng: _RngLike | None = None, threads: int | None = None) -> int:
+                     rng: RngLike = None, threads: int | None = None) -> int:
     """report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monotonic=False, accountant=None, rng=None, threads=None)
 
     Index of the largest score after independent noise is added to each (only the index is
@@ -184,7 +182,7 @@ def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 
 
 def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                      monotonic: bool = False, accountant: Accountant | None = None,
-                     rng: _RngLike | None = None, threads: int | None = None) -> int:
+                     rng: RngLike = None, threads: int | None = None) -> int:
     """permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None, threads=None)
 
     The permute-and-flip mechanism (McKenna & Sheldon 2020): visit candidates in random
@@ -211,7 +209,7 @@ def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float
 
 def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                           monotonic: bool = False, candidates: Collection[_T] | None = None,
-                          accountant: Accountant | None = None, rng: _RngLike | None = None,
+                          accountant: Accountant | None = None, rng: RngLike = None,
                           threads: int | None = None) -> int | _T:
     """exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False, candidates=None, accountant=None, rng=None, threads=None)
 
@@ -269,7 +267,7 @@ def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: 
 
 def top_k(scores: ArrayLike, k: int | np.integer[Any], *, epsilon: float,
           sensitivity: float = 1, monotonic: bool = False, accountant: Accountant | None = None,
-          rng: _RngLike | None = None, threads: int | None = None) -> NDArray[np.int64]:
+          rng: RngLike = None, threads: int | None = None) -> NDArray[np.int64]:
     """top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None, threads=None)
 
     Indices of ``k`` candidates, best first, by one-shot Gumbel top-k.
