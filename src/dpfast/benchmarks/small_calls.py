@@ -4,9 +4,10 @@ measured in the same run.
 
 From the command line: ``dpfast bench --small-calls`` or ``python bench/small_calls.py``.
 
-Each case makes ``calls`` calls in a loop; the loops of all cases are timed interleaved
-(:func:`dpfast.benchmarks.core.time_calls`), ``repeat`` rounds after a warm-up, and the median
-round is divided by ``calls``. The machine's speed drifts on a shared host, so compare figures
+Each case makes ``calls`` calls in a loop; the loops are timed interleaved
+(:func:`dpfast.benchmarks.core.time_calls`), ``repeat`` rounds after a warm-up, dpfast's
+cases with numpy's and the reference, then the other libraries', and the median round is
+divided by ``calls``. The machine's speed drifts on a shared host, so compare figures
 of one run: the ratio to PyDP's ``add_noise`` is in the table.
 """
 import importlib
@@ -104,6 +105,12 @@ def run(repeat: int = 7, calls: int = 2000, libraries: bool = True) -> list[dict
     todo = [(n, "dpfast", f) for n, f in dpfast_cases()]
     if libraries:
         todo += [(n, "library", f) for n, f in library_cases()]
+    # Two groups, each interleaved: dpfast with numpy and the reference, then the rest of
+    # the libraries (some leave thread pools spinning after them, which would slow the
+    # calls measured beside them on a 2-core machine).
+    first = [i for i, (n, impl, _) in enumerate(todo)
+             if impl == "dpfast" or n == REFERENCE or n.startswith("numpy")]
+    rest = [i for i in range(len(todo)) if i not in first]
 
     def loop(fn: Callable[[], object]) -> Callable[[], None]:
         def run_calls() -> None:
@@ -111,9 +118,12 @@ def run(repeat: int = 7, calls: int = 2000, libraries: bool = True) -> list[dict
                 fn()
         return run_calls
 
+    times: list[list[float]] = [[] for _ in todo]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # diffprivlib's per-call privacy warnings
-        times = time_calls([loop(f) for _, _, f in todo], repeat)
+        for group in (first, rest):
+            for i, ts in zip(group, time_calls([loop(todo[i][2]) for i in group], repeat)):
+                times[i] = ts
     rows: list[dict[str, Any]] = []
     for (name, impl, _), ts in zip(todo, times):
         per = [t / calls * 1e6 for t in ts]
