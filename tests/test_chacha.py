@@ -8,6 +8,7 @@ import pytest
 
 import dpfast as dp
 from dpfast import _native
+from simd import IMPLS
 
 KEY = bytes(range(32))
 
@@ -42,20 +43,6 @@ SUNSCREEN_CT = bytes.fromhex(
     "5af90bbf74a35be6b40b8eedf2785e42874d")
 
 
-def _available_impls():
-    impls = [name for name in ("avx512", "avx2", "scalar") if _native.set_simd_impl(name)]
-    _native.set_simd_impl("auto")
-    return impls
-
-
-IMPLS = _available_impls()
-
-
-@pytest.fixture(params=IMPLS)
-def impl(request):
-    assert _native.set_simd_impl(request.param)
-    yield request.param
-    _native.set_simd_impl("auto")
 
 
 def keystream(key, nonce, counter, nbytes):

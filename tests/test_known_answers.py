@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast import _native
 
 C = 65536
 
@@ -103,16 +102,7 @@ def cases():
 ANSWERS = Path(__file__).with_name("known_answers.json")
 
 
-IMPLS = [name for name in ("avx512", "avx2", "scalar") if _native.set_simd_impl(name)]
-_native.set_simd_impl("auto")
 CASES = cases()
-
-
-@pytest.fixture(params=IMPLS)
-def impl(request):
-    assert _native.set_simd_impl(request.param)
-    yield request.param
-    _native.set_simd_impl("auto")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
