@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from dpfast.benchmarks import libraries as bench_compare
+from dpfast.benchmarks import libraries
 from dpfast.benchmarks.core import BASELINES, FAMILIES, Case
 
 SIZE = 10**4
@@ -29,7 +29,7 @@ def _importable(name):
 def built():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return bench_compare.cases(SIZE)
+        return libraries.cases(SIZE)
 
 
 def test_cases_are_valid_and_run(built):
@@ -47,13 +47,13 @@ def test_cases_are_valid_and_run(built):
             c.fn()
     names = [c.name for c in built]
     assert len(names) == len(set(names))
-    assert isinstance(bench_compare.notes(), list)
+    assert isinstance(libraries.notes(), list)
 
 
 def test_small_size_is_not_extrapolated():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        small = bench_compare.cases(50)
+        small = libraries.cases(50)
     for c in small:
         assert c.n == 50 and not c.extrapolated
 
@@ -63,7 +63,7 @@ def test_installed_library_has_cases(built, module, prefix):
     if not _importable(module):
         pytest.skip(f"{module} not installed or not importable")
     mine = [c for c in built if c.name.startswith(prefix)]
-    assert mine, bench_compare.notes()
+    assert mine, libraries.notes()
     for c in mine:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -77,7 +77,7 @@ def test_unavailable_library_contributes_nothing(monkeypatch, module, prefix):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, module, None)     # import now raises ImportError
     try:
-        mod = importlib.reload(bench_compare)
+        mod = importlib.reload(libraries)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = mod.cases(100)
@@ -86,5 +86,5 @@ def test_unavailable_library_contributes_nothing(monkeypatch, module, prefix):
         assert any(n.startswith(module) for n in mod.notes())
     finally:
         monkeypatch.undo()
-        importlib.reload(bench_compare)
+        importlib.reload(libraries)
 
