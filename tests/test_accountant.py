@@ -405,7 +405,7 @@ def test_parallel_block_of_a_hundred_costs_its_maximum():
     acct = dp.Accountant(epsilon=1.0)
     with acct.parallel() as block:
         for i in range(100):
-            acct.spend(1.0, label=i)
+            block.spend(1.0, label=i)
     assert acct.spent == (1.0, 0.0) and block.cost == (1.0, 0.0)
     assert len(acct) == 100
     assert [e.charged for e in acct.ledger] == [(1.0, 0.0)] + [(0.0, 0.0)] * 99
@@ -414,41 +414,89 @@ def test_parallel_block_of_a_hundred_costs_its_maximum():
         acct.spend(5e-324)  # the block used the whole budget
 
 
+def test_spends_on_the_accountant_inside_a_block_stay_sequential():
+    # Only what is spent through the block is a partition.
+    acct = dp.Accountant(epsilon=2.0)
+    with acct.parallel() as block:
+        block.spend(1.0)
+        acct.spend(0.5)
+        block.spend(1.0)
+    assert acct.spent == (1.5, 0.0)
+    assert [e.block for e in acct.ledger] == [block.path, (), block.path]
+
+
+def test_a_suspended_generator_cannot_make_later_spends_parallel():
+    # The repro of the issue: a generator suspended inside its block, then 100 releases
+    # at epsilon 1 on an Accountant(epsilon=2.0): two are charged, the third refused.
+    def g(a):
+        with a.parallel():
+            yield
+
+    acct = dp.Accountant(epsilon=2.0)
+    suspended = g(acct)
+    next(suspended)
+    accepted = 0
+    with pytest.raises(dp.BudgetExceededError):
+        for _ in range(100):
+            dp.laplace_mechanism(5, sensitivity=1, epsilon=1.0, accountant=acct, rng=1)
+            accepted += 1
+    assert accepted == 2 and acct.spent == (2.0, 0.0)
+
+
+def test_threads_and_exceptions_cannot_make_spends_parallel():
+    acct = dp.Accountant(epsilon=10.0)
+    with pytest.raises(KeyError):
+        with acct.parallel() as block:
+            block.spend(1.0)
+            raise KeyError("boom")
+    with pytest.raises(RuntimeError, match="has ended"):
+        block.spend(1.0)                          # the block ended with the exception
+    with acct.parallel() as block:
+        threads = [threading.Thread(target=acct.spend, args=(1.0,)) for _ in range(3)]
+        threads += [threading.Thread(target=block.spend, args=(2.0,)) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    # 1.0 before, 3 sequential spends of 1.0, one block of partitions of 2.0.
+    assert acct.spent == (6.0, 0.0)
+
+
 def test_group_of_three_triples_a_parallel_block():
     small = dp.Accountant(epsilon=2.999, group_size=3)
-    with small.parallel():
+    with small.parallel() as block:
         with pytest.raises(dp.BudgetExceededError):
-            small.spend(1.0)
+            block.spend(1.0)
     assert small.spent == (0.0, 0.0) and len(small) == 0
     acct = dp.Accountant(epsilon=3.0, group_size=3)
-    with acct.parallel():
+    with acct.parallel() as block:
         for _ in range(100):
-            acct.spend(1.0)
+            block.spend(1.0)
     assert acct.spent == (3.0, 0.0)
     assert acct.group_size == 3
 
 
 def test_parallel_block_takes_epsilon_and_delta_maxima_separately():
     acct = dp.Accountant(epsilon=1.0, delta=1e-5)
-    with acct.parallel():
-        acct.spend(0.5, 1e-6)
-        acct.spend(0.25, 3e-6)
-        acct.spend(0.125)
+    with acct.parallel() as block:
+        block.spend(0.5, 1e-6)
+        block.spend(0.25, 3e-6)
+        block.spend(0.125)
     assert acct.spent == (0.5, 3e-6)
 
 
 def test_nested_blocks_have_hand_computed_costs():
     acct = dp.Accountant(epsilon=10.0)
     with acct.parallel(label="outer") as outer:
-        acct.spend(0.5, label="a")                          # partition A: 0.5
-        with acct.partition(label="B") as b:                # partition B: 0.25 + max(0.5, 0.125)
-            acct.spend(0.25, label="b1")
-            with acct.parallel(label="inner") as inner:
-                acct.spend(0.5, label="b2")
-                acct.spend(0.125, label="b3")
-            acct.spend(0.0625, label="b4")
-        with acct.parallel():                               # a parallel block as a partition
-            acct.spend(0.75, label="c")
+        outer.spend(0.5, label="a")                         # partition A: 0.5
+        b = outer.partition(label="B")                      # partition B: 0.25 + max(0.5, 0.125)
+        b.spend(0.25, label="b1")
+        with b.parallel(label="inner") as inner:
+            inner.spend(0.5, label="b2")
+            inner.spend(0.125, label="b3")
+        b.spend(0.0625, label="b4")
+        with outer.partition().parallel() as c:             # a parallel block as a partition
+            c.spend(0.75, label="c")
     assert inner.cost == (0.5, 0.0)
     assert b.cost == (0.8125, 0.0)
     assert outer.cost == (0.8125, 0.0)
@@ -458,7 +506,7 @@ def test_nested_blocks_have_hand_computed_costs():
     assert by_label["a"].block == ("outer",)
     assert by_label["b1"].block == ("outer", "B")
     assert by_label["b2"].block == ("outer", "B", "inner")
-    assert by_label["c"].block[0] == "outer" and len(by_label["c"].block) == 2
+    assert by_label["c"].block[0] == "outer" and len(by_label["c"].block) == 3
     assert by_label["after"].block == ()
     charged = [e.charged[0] for e in acct.ledger]
     # a=0.5; B grows 0.25 (no new max), 0.75 (+0.25), 0.75, 0.8125 (+0.0625); c: 0.75 (none).
@@ -469,117 +517,93 @@ def test_nested_blocks_have_hand_computed_costs():
 def test_parallel_blocks_in_sequence_add():
     acct = dp.Accountant(epsilon=1.0)
     for _ in range(2):
-        with acct.parallel():
-            acct.spend(0.5)
-            acct.spend(0.5)
+        with acct.parallel() as block:
+            block.spend(0.5)
+            block.spend(0.5)
     assert acct.spent == (1.0, 0.0)
     with pytest.raises(dp.BudgetExceededError):
-        with acct.parallel():
-            acct.spend(0.5)
+        with acct.parallel() as block:
+            block.spend(0.5)
 
 
 def test_failing_spend_inside_a_parallel_block_changes_nothing():
     acct = dp.Accountant(epsilon=1.0)
     with acct.parallel() as block:
-        acct.spend(0.9)
-        with acct.partition() as part:
-            acct.spend(0.6)
-            record = (acct.spent, acct.ledger, block.cost, part.cost)
-            assert not acct.check(0.5)
-            with pytest.raises(dp.BudgetExceededError) as info:
-                acct.spend(0.5)                   # the partition would cost 1.1
-            assert "parallel block" in str(info.value)
-            assert (acct.spent, acct.ledger, block.cost, part.cost) == record
-            assert acct.check(0.4)
-            acct.spend(0.4)                       # exactly fills it
+        block.spend(0.9)
+        part = block.partition()
+        part.spend(0.6)
+        record = (acct.spent, acct.ledger, block.cost, part.cost)
+        assert not part.check(0.5)
+        with pytest.raises(dp.BudgetExceededError) as info:
+            part.spend(0.5)                       # the partition would cost 1.1
+        assert "parallel block" in str(info.value)
+        assert (acct.spent, acct.ledger, block.cost, part.cost) == record
+        assert part.check(0.4)
+        part.spend(0.4)                           # exactly fills it
         with pytest.raises(dp.BudgetExceededError):
-            acct.spend(1.5)                       # a single partition over budget
+            block.spend(1.5)                      # a single partition over budget
     assert acct.spent == (1.0, 0.0) and block.cost == (1.0, 0.0)
     assert len(acct) == 3
 
 
-def test_check_sees_parallel_context_and_group_size():
+def test_check_sees_the_block_and_group_size():
     acct = dp.Accountant(epsilon=2.0, group_size=2)
     assert acct.check(1.0) and not acct.check(1.5)
     acct.spend(0.5)                               # charged 1.0
-    with acct.parallel():
-        acct.spend(0.5)                           # charged 1.0: budget used up
-        assert acct.check(0.5)                    # another partition of 0.5 is free
-        assert not acct.check(0.75)
+    with acct.parallel() as block:
+        block.spend(0.5)                          # charged 1.0: budget used up
+        assert block.check(0.5)                   # another partition of 0.5 is free
+        assert not block.check(0.75)
+        assert not acct.check(0.5)                # on the accountant it is sequential
     assert not acct.check(5e-324)
     assert acct.spent == (2.0, 0.0) and len(acct) == 2
 
 
-def test_partition_outside_parallel_and_misuse_raise_runtime_error():
-    acct, other = dp.Accountant(), dp.Accountant()
-    with pytest.raises(RuntimeError):
-        with acct.partition():
-            pass
-    with acct.parallel():
-        with pytest.raises(RuntimeError):
-            with other.partition():               # the block belongs to another accountant
-                pass
-        with acct.partition():
-            with pytest.raises(RuntimeError):
-                with acct.partition():            # partitions nest only via parallel()
-                    pass
+def test_ended_and_reused_blocks_raise_runtime_error():
+    acct = dp.Accountant()
     block = acct.parallel()
+    with pytest.raises(RuntimeError, match="has ended"):
+        block.spend(1.0)                          # never entered
     with block:
-        pass
+        part = block.partition()
     with pytest.raises(RuntimeError):
         block.__enter__()                         # blocks are single-use
-    outer, inner = acct.parallel(), acct.parallel()
-    outer.__enter__()
-    inner.__enter__()
-    try:
-        with pytest.raises(RuntimeError):
-            outer.__exit__(None, None, None)
-    finally:
-        inner.__exit__(None, None, None)
-        outer.__exit__(None, None, None)
+    for ended in (block, part):
+        with pytest.raises(RuntimeError, match="has ended"):
+            ended.spend(1.0)
+    with pytest.raises(RuntimeError, match="has ended"):
+        with part.parallel():                     # its block has ended
+            pass
+    with pytest.raises(TypeError, match="'label'"):
+        acct.parallel(label=3)
     assert acct.spent == (0.0, 0.0) and len(acct) == 0
 
 
 def test_parallel_block_does_not_affect_other_accountants():
     a, b = dp.Accountant(epsilon=1.0), dp.Accountant(epsilon=1.0)
-    with a.parallel():
-        a.spend(0.5)
+    with a.parallel() as block:
+        block.spend(0.5)
         b.spend(0.5)
-        a.spend(0.5)
+        block.spend(0.5)
         b.spend(0.5)
     assert a.spent == (0.5, 0.0) and b.spent == (1.0, 0.0)
     assert [e.block for e in b.ledger] == [(), ()]
 
 
-def test_mechanisms_inside_with_accountant_and_parallel_charge_the_maximum():
+def test_mechanisms_given_the_block_charge_the_maximum():
     import numpy as np
     data = np.arange(1000.0)
-    acct = dp.Accountant(epsilon=1.0)
-    with acct, acct.parallel():
+    acct = dp.Accountant(epsilon=1.5)
+    with acct.parallel() as block:
         for i, part in enumerate(np.array_split(data, 4)):   # disjoint slices
             counts, _ = dp.histogram(part, bins=5, range=(0.0, 1000.0), epsilon=1.0,
-                                     rng=dp.ChaCha20(seed=i))
+                                     accountant=block, rng=dp.ChaCha20(seed=i))
             assert counts.shape == (5,)
         dp.laplace_mechanism(float(data[:10].sum()), sensitivity=10.0, epsilon=0.5,
-                             rng=dp.ChaCha20(seed=9))
-    assert acct.spent == (1.0, 0.0)
+                             accountant=acct, rng=dp.ChaCha20(seed=9))
+    assert acct.spent == (1.5, 0.0)
     assert [e.label for e in acct.ledger] == ["histogram"] * 4 + ["laplace_mechanism"]
-    assert len({e.block for e in acct.ledger}) == 1
-
-
-def test_threads_in_a_copied_context_are_partitions_others_are_sequential():
-    acct = dp.Accountant(epsilon=10.0)
-    with acct.parallel() as block:
-        ctx = contextvars.copy_context()
-        threads = [threading.Thread(target=ctx.run, args=(acct.spend, 1.0)) for _ in range(4)]
-        threads.append(threading.Thread(target=acct.spend, args=(2.0,)))  # fresh context
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    assert block.cost == (1.0, 0.0)
-    assert acct.spent == (3.0, 0.0)
-    assert sorted(e.block for e in acct.ledger) == [()] + [block.path] * 4
+    assert [e.block for e in acct.ledger] == [block.path] * 4 + [()]
 
 
 def test_concurrent_spends_into_one_parallel_block(fast_thread_switching):
@@ -588,18 +612,17 @@ def test_concurrent_spends_into_one_parallel_block(fast_thread_switching):
     start = threading.Barrier(8)
     successes = [0] * 8
 
-    def worker(i):
-        with acct.partition():
-            start.wait()
-            for _ in range(500):
-                try:
-                    acct.spend(0.01 * (i + 1))
-                except dp.BudgetExceededError:
-                    continue
-                successes[i] += 1
+    def worker(part, i):
+        start.wait()
+        for _ in range(500):
+            try:
+                part.spend(0.01 * (i + 1))
+            except dp.BudgetExceededError:
+                continue
+            successes[i] += 1
 
-    with acct.parallel():
-        threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker, i))
+    with acct.parallel() as block:
+        threads = [threading.Thread(target=worker, args=(block.partition(), i))
                    for i in range(8)]
         for t in threads:
             t.start()
@@ -631,9 +654,9 @@ def test_group_scaling_applies_to_whole_parallel_block_delta():
     # Block (max eps, max delta) = (1.0, 1e-6), scaled once: 2 e^1 1e-6, not per partition.
     import mpmath
     acct = dp.Accountant(epsilon=10.0, delta=1e-3, group_size=2)
-    with acct.parallel():
-        acct.spend(0.25, 1e-6)
-        acct.spend(1.0)
+    with acct.parallel() as block:
+        block.spend(0.25, 1e-6)
+        block.spend(1.0)
     assert acct.spent[0] == 2.0
     true = 2 * mpmath.e * mpmath.mpf("1e-6")
     assert true <= mpmath.mpf(acct.spent[1]) <= true * (1 + mpmath.mpf("1e-15"))
@@ -677,9 +700,9 @@ def test_advanced_composition_heterogeneous_and_parallel_units():
     import mpmath
     acct = dp.Accountant()
     acct.spend(0.5)
-    with acct.parallel():          # one unit of 0.25
-        acct.spend(0.25)
-        acct.spend(0.125)
+    with acct.parallel() as block:  # one unit of 0.25
+        block.spend(0.25)
+        block.spend(0.125)
     acct.spend(0.0625)
     got = acct.advanced_composition(1e-6)[0]
     true = _drv([0.5, 0.25, 0.0625], 1e-6)
@@ -765,7 +788,7 @@ def test_new_constructor_parameters_are_validated(kwargs, exc, name, got):
     (lambda a: a.advanced_composition(1.5), ValueError, "delta_prime", "1.5"),
     (lambda a: a.advanced_composition(None), TypeError, "delta_prime", "None"),
     (lambda a: a.parallel(label=3), TypeError, "label", "3"),
-    (lambda a: a.partition(label=b"x"), TypeError, "label", "b'x'"),
+    (lambda a: a.parallel().partition(label=b"x"), TypeError, "label", "b'x'"),
     (lambda a: a.check(0.0), ValueError, "epsilon", "0.0"),
     (lambda a: a.check(0.1, 1.0), ValueError, "delta", "1.0"),
 ])
@@ -783,8 +806,8 @@ def test_new_method_arguments_are_validated_with_nothing_spent(call, exc, name, 
 
 def test_ledger_entries_stay_three_tuples():
     acct = dp.Accountant(epsilon=1.0)
-    with acct.parallel(label="p"):
-        acct.spend(0.5, label="x")
+    with acct.parallel(label="p") as block:
+        block.spend(0.5, label="x")
     (entry,) = acct.ledger
     assert isinstance(entry, dp.accounting.LedgerEntry) and len(entry) == 3
     eps, delta, label = entry

@@ -523,16 +523,17 @@ cdef int _load_key(object source, uint32_t *key) except -1:
 cdef class Tally:
     """Tally(budget)
 
-    What an accountant has spent and its record of spends, changed under one lock. ``add``
+    What an accountant has spent and its record of spends, changed under one lock. ``spend``
     is the check-and-charge of a plain spend, compiled because a spend is on the path of every
-    release; anything else (parallel blocks, groups, advanced composition) holds the lock with
-    ``with tally:`` and updates ``spent`` and ``records`` itself. ``budget`` and ``spent`` are
+    release; anything else (parallel blocks, groups, advanced composition, ledger files)
+    holds the lock with ``with tally:`` and updates ``spent`` and ``records`` itself. ``budget`` and ``spent`` are
     (epsilon, delta) pairs of exact amounts (see dpfast.accounting).
     """
     cdef PyThread_type_lock _lock
     cdef public tuple budget
     cdef public tuple spent
     cdef public list records
+    cdef public bint foreign
     cdef dict _eps_cache, _delta_cache
 
     def __cinit__(self, tuple budget, dict eps_cache, dict delta_cache):
@@ -542,6 +543,7 @@ cdef class Tally:
         self.budget = budget
         self.spent = (0, 0)
         self.records = []
+        self.foreign = False
         self._eps_cache = eps_cache
         self._delta_cache = delta_cache
 
@@ -567,19 +569,15 @@ cdef class Tally:
     def spend(self, epsilon, delta, label):
         """The plain spend of floats already converted: their exact amounts e and d are
         looked up in the caches given at creation (which hold checked values only), and the
-        record is (epsilon, delta, label, (), (e, d)). True if charged; False if either value
-        is not a cached float (the caller converts it) or the budget refuses."""
-        if type(epsilon) is not float or type(delta) is not float:
+        record is (epsilon, delta, label, (), (e, d), None). True if charged; False if either
+        value is not a cached float (the caller converts it), the budget refuses, or the tally
+        is foreign (a copy in a forked child): the caller then takes the general path."""
+        if type(epsilon) is not float or type(delta) is not float or self.foreign:
             return False
         e = self._eps_cache.get(epsilon)
         d = self._delta_cache.get(delta)
         if e is None or d is None:
             return False
-        return self.add(e, d, (epsilon, delta, label, (), (e, d)))
-
-    def add(self, e, d, record):
-        """If spent + (e, d) stays within the budget, add it and append ``record`` to
-        ``records`` (True); otherwise change nothing (False). One step under the lock."""
         self._acquire()
         try:
             se = self.spent[0] + e
@@ -587,7 +585,7 @@ cdef class Tally:
             if se > self.budget[0] or sd > self.budget[1]:
                 return False
             self.spent = (se, sd)
-            self.records.append(record)
+            self.records.append((epsilon, delta, label, (), (e, d), None))
             return True
         finally:
             PyThread_release_lock(self._lock)

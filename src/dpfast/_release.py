@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._native import CHUNK, ChaCha20
-from .accounting import Accountant, resolve_accountant
+from .accounting import Accountant, AccountantLike, resolve_accountant
 from .rng import resolve_rng, resolve_threads
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def draw(func: str, rng: RngLike, threads: int | None, size: int,
     return kernel(gen, resolve_threads(threads, func, size), *args)
 
 
-def release(func: str, accountant: Accountant | None, epsilon: float, delta: float,
+def release(func: str, accountant: AccountantLike | None, epsilon: float, delta: float,
             rng: RngLike, threads: int | None, size: int, kernel: Callable[..., _T],
             *args: object) -> _T:
     """Charge (``epsilon``, ``delta``) to ``accountant`` (None: the default one), then return

@@ -16,22 +16,32 @@ effects are bounded separately; see :func:`dpfast.laplace_privacy_loss`.)
 Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy", 3.5):
 
 - sequential: epsilons add and deltas add (exact);
-- parallel: ``with acct.parallel():`` -- spends on disjoint partitions of the data cost the
-  largest epsilon and the largest delta among the partitions (exact);
+- parallel: ``with acct.parallel() as block:`` -- spends made through the block are on
+  disjoint partitions of the data and cost the largest epsilon and the largest delta among
+  the partitions (exact); spends on the accountant itself are always sequential;
 - group privacy: ``Accountant(..., group_size=k)`` protects groups of k records; each
   outermost charge (eps, delta) becomes (k*eps, k*exp((k-1)*eps)*delta), the delta term
   rounded up;
 - advanced composition (Dwork, Rothblum & Vadhan 2010): reported by
   :meth:`Accountant.advanced_composition`, and used for budget checks when the caller opts in
   with ``composition="advanced"`` and it is tighter than the sequential sum.
+
+With ``ledger="FILE"`` the budget and every charge live in a file (:mod:`dpfast.ledger`):
+charges are durable before any noise is drawn, and every process that opens the file shares
+the budget.
 """
 import contextvars
+import json
 import math
 import numbers
-from typing import TYPE_CHECKING, NamedTuple
+import os
+import time
+import weakref
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _native
 from . import validation as _v
+from .ledger import LedgerError, LedgerFile, charge_payload, parse_charge
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
@@ -41,10 +51,10 @@ if TYPE_CHECKING:
     # An (epsilon, delta) pair of exact amounts; the epsilon part is always finite.
     _Cost: TypeAlias = tuple[int, _Amount]
     # Accountant._plan's result: (updates, root, old, new, increase).
-    _Plan: TypeAlias = "tuple[list[tuple[_Block, _Cost]], _Block | None, _Cost, _Cost, _Cost]"
+    _Plan: TypeAlias = "tuple[list[tuple[_Node, _Cost]], _Node | None, _Cost, _Cost, _Cost]"
 
-__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "default_accountant",
-           "resolve_accountant"]
+__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "LedgerError", "ParallelBlock",
+           "Partition", "default_accountant", "resolve_accountant"]
 
 # Exact amounts are ints in units of 10**-_K (math.inf for an unlimited budget).
 _K = 330
@@ -203,8 +213,8 @@ class LedgerEntry(_LedgerFields):
     outside the tuple (they take no part in comparisons):
 
     ``block``
-        The path of open ``parallel()``/``partition()`` blocks, outermost first (``()`` for a
-        spend outside any block).
+        The path of the parallel blocks and partitions the spend was made through, outermost
+        first (``()`` for a spend on the accountant itself).
     ``charged``
         What this spend added to the sequential total, as (epsilon, delta) floats: the
         increase of its outermost block's cost (often 0 inside a parallel block), after
@@ -214,9 +224,9 @@ class LedgerEntry(_LedgerFields):
     --------
     >>> import dpfast as dp
     >>> acct = dp.Accountant(epsilon=1.0)
-    >>> with acct.parallel(label="shards"):
-    ...     acct.spend(0.5, label="a")
-    ...     acct.spend(0.25, label="b")
+    >>> with acct.parallel(label="shards") as shards:
+    ...     shards.spend(0.5, label="a")
+    ...     shards.spend(0.25, label="b")
     >>> entry = acct.ledger[1]
     >>> entry == (0.25, 0.0, "b"), entry.block, entry.charged
     (True, ('shards',), (0.0, 0.0))
@@ -243,31 +253,49 @@ class LedgerEntry(_LedgerFields):
         return (LedgerEntry, (*self, self.block, self.charged))
 
 
+def _amount_text(a: "_Amount") -> str:
+    """An exact amount as a short exact decimal (``1e-1``), or ``inf``."""
+    if a == math.inf:
+        return "inf"
+    digits = str(a)
+    mantissa = digits.rstrip("0") or "0"
+    return f"{mantissa}e{len(digits) - len(mantissa) - _K}"
+
+
+def _amount_parse(text: str) -> "_Amount":
+    """The inverse of _amount_text; ValueError for anything else."""
+    if text == "inf":
+        return math.inf
+    mantissa, _, exp = text.partition("e")
+    value = int(mantissa) * 10 ** (int(exp) + _K)
+    if value < 0:
+        raise ValueError(text)
+    return value  # type: ignore[no-any-return]  # int ** int: Any
+
+
 _PARALLEL, _PARTITION = "parallel", "partition"
 
-# Open parallel()/partition() blocks of every accountant, innermost last. A context variable,
-# like the default-accountant stack, so each thread and asyncio task has its own.
-_blocks: "contextvars.ContextVar[tuple[_Block, ...]]" = contextvars.ContextVar(
-    "dpfast_accountant_blocks", default=())
 
+class _Node:
+    """A parallel block or a partition: where a spend is made when it is not made on the
+    accountant itself (see :meth:`Accountant.parallel`)."""
 
-class _Block:
-    """A parallel block or a partition (one branch of a parallel block); see
-    :meth:`Accountant.parallel` and :meth:`Accountant.partition`."""
-
-    def __init__(self, acct: "Accountant", kind: str, label: str | None) -> None:
+    def __init__(self, acct: "Accountant", parent: "_Node | None", kind: str,
+                 label: str | None) -> None:
         self._acct = acct
+        self._parent = parent
         self._kind = kind
-        self._label = label
-        self._parent: _Block | None = None
-        self._path: tuple[str, ...] | None = None
+        with acct._tally:
+            acct._n_blocks += 1
+            name = label if label is not None else f"{kind}-{acct._n_blocks}"
+        self._path: tuple[str, ...] = (parent._path if parent else ()) + (name,)
         # Cost for one individual (before group scaling): the sum of the children for a
         # partition, the componentwise maximum over the children for a parallel block.
         self._cost: _Cost = _ZERO
-        # For an outermost block only: its group-scaled cost, as charged to the accountant.
+        # For an outermost block only: its group-scaled cost, as charged to the accountant,
+        # and the name of its charges in a durable ledger (for advanced composition).
         self._charged: _Cost = _ZERO
-        self._unit: int | None = None       # its index in Accountant._block_units, once charged
-        self._entered = False
+        self._unit: str | None = None
 
     @property
     def cost(self) -> "tuple[float, float]":
@@ -276,46 +304,96 @@ class _Block:
             return _float(self._cost[0]), _float(self._cost[1])
 
     @property
-    def path(self) -> "tuple[str, ...] | None":
-        """Names of the enclosing blocks and this one, outermost first (None until entered)."""
+    def path(self) -> "tuple[str, ...]":
+        """Names of the enclosing blocks and this one, outermost first."""
         return self._path
 
-    def __enter__(self) -> "_Block":
-        acct = self._acct
-        if self._entered:
-            raise RuntimeError(f"This {self._kind} block has already been entered; call "
-                               f"acct.{self._kind}() again for a new block.")
-        parent = acct._innermost_block()
-        if self._kind == _PARTITION and (parent is None or parent._kind != _PARALLEL):
-            raise RuntimeError(
-                "Accountant.partition() must be used directly inside `with acct.parallel():` "
-                f"of the same accountant. Got it inside {parent.path if parent else 'no block'}"
-                " instead.")
-        with acct._tally:
-            acct._n_blocks += 1
-            name = self._label if self._label is not None else f"{self._kind}-{acct._n_blocks}"
-        self._entered = True
-        self._parent = parent
-        # A block on the stack has been entered, so its _path is set.
-        self._path = (parent._path if parent else ()) + (name,)  # type: ignore[operator]
-        _blocks.set(_blocks.get() + (self,))
-        return self
+    def _closed(self) -> "ParallelBlock | None":
+        """The first block of this node's chain that is not open, if any."""
+        node: _Node | None = self
+        while node is not None:
+            if isinstance(node, ParallelBlock) and not node._open:
+                return node
+            node = node._parent
+        return None
 
-    def __exit__(self, *exc: object) -> "Literal[False]":
-        stack = _blocks.get()
-        if not stack or stack[-1] is not self:
-            raise RuntimeError(f"Accountant {self._kind} block exited out of order.")
-        # What was spent inside stays spent: the block only stops routing new spends.
-        _blocks.set(stack[:-1])
-        return False
+    def spend(self, epsilon: float, delta: float = 0.0, *, label: object = None) -> None:
+        """Charge (epsilon, delta) here: as one partition of a parallel block, or added to
+        a partition's other spends; raise :class:`BudgetExceededError` and charge nothing
+        when the accountant's budget cannot cover the increase of the outermost block's
+        cost. Mechanisms call this when given the block or partition as ``accountant=``."""
+        self._acct._spend_at(self, epsilon, delta, label)
+
+    def check(self, epsilon: float, delta: float = 0.0) -> bool:
+        """True if :meth:`spend` of (epsilon, delta) here would fit; spends nothing."""
+        return self._acct._check_at(self, epsilon, delta)
 
     def __repr__(self) -> str:
         eps, dlt = self.cost
-        return f"<{self._kind} block {self._path!r}: cost (epsilon={eps!r}, delta={dlt!r})>"
+        return f"<{self._kind} {self._path!r}: cost (epsilon={eps!r}, delta={dlt!r})>"
+
+
+class ParallelBlock(_Node):
+    """Spends on disjoint partitions of the data, which cost the largest of them.
+
+    Made by :meth:`Accountant.parallel` (or :meth:`Partition.parallel`, nested) and used as
+    ``with acct.parallel() as block:``. Each spend made *through the block* (``block.spend``,
+    or ``accountant=block`` in a mechanism) is one partition; :meth:`partition` gathers
+    several spends into one. Spends made on the accountant itself stay sequential, inside
+    the ``with`` block or not, so nothing but the code's explicit choice makes a spend
+    parallel: not a suspended generator, a thread or an exception. Once the block has ended,
+    spending through it raises ``RuntimeError``.
+    """
+
+    def __init__(self, acct: "Accountant", parent: "Partition | None",
+                 label: str | None) -> None:
+        super().__init__(acct, parent, _PARALLEL, label)
+        self._open = False
+        self._entered = False
+
+    def __enter__(self) -> "ParallelBlock":
+        if self._entered:
+            raise RuntimeError("This parallel block has already been used; call "
+                               "acct.parallel() again for a new block.")
+        closed = self._parent._closed() if self._parent is not None else None
+        if closed is not None:
+            raise RuntimeError(f"The parallel block {closed.path!r} has ended: a block "
+                               "cannot be opened inside it any more.")
+        self._entered = self._open = True
+        return self
+
+    def __exit__(self, *exc: object) -> "Literal[False]":
+        # What was spent inside stays spent: the block only stops taking new spends.
+        self._open = False
+        return False
+
+    def partition(self, *, label: str | None = None) -> "Partition":
+        """One partition of this block: spends through it add up, and it may hold further
+        parallel blocks (:meth:`Partition.parallel`), which then cost their maximum within
+        it.
+
+        Parameters
+        ----------
+        label : str, optional
+            Name of the partition in ledger paths (default ``"partition-<n>"``).
+        """
+        return Partition(self._acct, self, _check_label(label, "ParallelBlock.partition"))
+
+
+class Partition(_Node):
+    """One partition of a parallel block (:meth:`ParallelBlock.partition`): its spends add
+    up. It can be spent through while its block is open."""
+
+    def __init__(self, acct: "Accountant", parent: ParallelBlock, label: str | None) -> None:
+        super().__init__(acct, parent, _PARTITION, label)
+
+    def parallel(self, *, label: str | None = None) -> ParallelBlock:
+        """A parallel block nested in this partition; see :meth:`Accountant.parallel`."""
+        return ParallelBlock(self._acct, self, _check_label(label, "Partition.parallel"))
 
 
 class Accountant:
-    """Accountant(epsilon=inf, delta=0.0, *, group_size=1, composition="basic", delta_prime=None)
+    """Accountant(epsilon=inf, delta=0.0, *, group_size=1, composition="basic", delta_prime=None, ledger=None)
 
     A privacy budget and the record of what has been spent from it.
 
@@ -341,6 +419,12 @@ class Accountant:
     delta_prime : float, optional
         The delta' of advanced composition, in (0, 1) and at most ``delta``; required with
         ``composition="advanced"`` and refused otherwise.
+    ledger : str or os.PathLike, optional
+        A file that keeps the budget and every charge (see :mod:`dpfast.ledger`): created
+        with this budget if it does not exist; if it does, it must hold the same budget, and
+        what it records as spent is spent. Each charge is made durable before the spend
+        returns (so before any noise is drawn), and every process that opens the file
+        shares the budget (:meth:`from_ledger` opens one without restating its budget).
 
     Notes
     -----
@@ -349,6 +433,12 @@ class Accountant:
     mechanisms called with ``accountant=None`` inside the block (per thread / asyncio task,
     via :mod:`contextvars`; a thread started inside the block does not inherit it, so pass
     ``accountant=`` explicitly there).
+
+    Across processes: an accountant without a ledger lives in the memory of the process that
+    made it. It cannot be pickled (so it is not sent to ``spawn`` or ``forkserver``
+    workers), and the copy a forked child inherits refuses to spend (``RuntimeError``):
+    otherwise every process would spend the whole budget and the parent would see none of
+    it. Give it a ``ledger=`` file to share a budget between processes, or between runs.
 
     Advanced composition assumes the (epsilon, delta) of each spend is fixed in advance (the
     mechanisms and their inputs may be chosen adaptively); choosing later epsilons from
@@ -380,7 +470,8 @@ class Accountant:
     def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,
                  group_size: int | numbers.Integral = 1,
                  composition: "Literal['basic', 'advanced']" = "basic",
-                 delta_prime: float | None = None) -> None:
+                 delta_prime: float | None = None,
+                 ledger: "str | os.PathLike[str] | None" = None) -> None:
         func = "Accountant"
         if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
             eps = math.inf
@@ -413,26 +504,93 @@ class Accountant:
                     f"The 'delta_prime' parameter of {func} must be at most the delta budget "
                     f"({dlt!r}), or advanced composition could never fit. "
                     f"Got {delta_prime!r} instead.")
-            self._delta_prime: _Amount | None = _exact(dp_)
-            self._log_inv: float = _log_inv_up(dp_)
         else:
-            self._delta_prime = None
-        self._k: int = int(group_size)
+            dp_ = None
+        if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
+            raise TypeError(f"The 'ledger' parameter of {func} must be a path (str or "
+                            f"os.PathLike) or None. Got {ledger!r} instead.")
+        self._setup(eps, dlt, int(group_size), dp_)
+        if ledger is not None:
+            self._attach(LedgerFile(ledger, self._header()))
+
+    def _setup(self, eps: float, dlt: float, k: int, delta_prime: float | None) -> None:
+        self._k = k
         self._budget: tuple[_Amount, _Amount] = (_exact(eps), _exact(dlt))
-        # Spent so far and the raw record of spends, under the tally's lock.
+        self._delta_prime: _Amount | None = None
+        if delta_prime is not None:
+            self._delta_prime = _exact(delta_prime)
+            self._log_inv: float = _log_inv_up(delta_prime)
+        # Spent so far and the raw record of spends, (epsilon, delta, label, path, charge,
+        # unit), under the tally's lock.
         self._tally: _native.Tally = _native.Tally(self._budget, _eps_cache, _delta_cache)
-        # The group-scaled cost of each outermost parallel block, for advanced composition
-        # (each block keeps and updates its own slot; a spend outside blocks is its own
-        # ledger record's charge).
-        self._block_units: list[_Cost] = []
+        # The group-scaled cost of each outermost parallel block, by unit name, for advanced
+        # composition (a spend outside blocks is its own unit).
+        self._units_by_name: dict[str, _Cost] = {}
         # Running sums for composition="advanced": sum eps_i^2 (exact), sum of the loss terms
         # (exact sum of upper bounds) and how many loss terms overflowed.
         self._sum_sq: int = 0
         self._loss: int = 0
         self._n_inf: int = 0
         self._n_blocks: int = 0
-        # Neither groups nor advanced composition: spends outside blocks take a short path.
+        self._ledger_file: LedgerFile | None = None
+        # Neither groups, advanced composition nor a ledger file: a spend outside blocks is
+        # one compiled step.
         self._simple: bool = self._k == 1 and self._delta_prime is None
+        _in_memory.add(self)
+
+    def _attach(self, file: LedgerFile) -> None:
+        """Back this accountant by a ledger file and take in what it records."""
+        self._ledger_file = file
+        self._simple = False
+        _in_memory.discard(self)
+        with self._tally:
+            file.lock()
+            try:
+                self._read_ledger()
+            finally:
+                file.unlock()
+
+    @classmethod
+    def from_ledger(cls, path: "str | os.PathLike[str]") -> "Accountant":
+        """The accountant of an existing ledger file, with the budget the file holds.
+
+        Examples
+        --------
+        >>> import os, tempfile, dpfast as dp
+        >>> path = os.path.join(tempfile.mkdtemp(), "budget.ledger")
+        >>> dp.Accountant(epsilon=2.0, ledger=path).spend(0.5)
+        >>> dp.Accountant.from_ledger(path).remaining
+        (1.5, 0.0)
+        """
+        file = LedgerFile(path, None)
+        try:
+            _, eps, dlt, k, composition, dpr = file.header.split(" ")
+            budget = (_amount_parse(eps), _amount_parse(dlt))
+            delta_prime = None if dpr == "-" else _float(_amount_parse(dpr))
+            if composition not in ("basic", "advanced") or (composition == "advanced") \
+                    != (delta_prime is not None):
+                raise ValueError(composition)
+        except ValueError:
+            file.close()
+            raise LedgerError(f"The ledger {file.path!r} has an unreadable budget record "
+                              f"({file.header!r}).") from None
+        acct = cls.__new__(cls)
+        acct._setup(_float(budget[0]), _float(budget[1]), int(k), delta_prime)
+        acct._attach(file)
+        return acct
+
+    def _header(self) -> str:
+        dpr = "-" if self._delta_prime is None else _amount_text(self._delta_prime)
+        return (f"budget {_amount_text(self._budget[0])} {_amount_text(self._budget[1])} "
+                f"{self._k} {self.composition} {dpr}")
+
+    def __reduce__(self) -> "tuple[object, ...]":
+        if self._ledger_file is None:
+            raise TypeError(
+                "An Accountant without a ledger lives in one process and cannot be pickled: "
+                "a copy in another process would spend the whole budget again, unseen. "
+                "Create it with ledger='FILE' to share its budget between processes.")
+        return (Accountant.from_ledger, (self._ledger_file.path,))
 
     # -- queries ---------------------------------------------------------------------
     @property
@@ -456,19 +614,24 @@ class Accountant:
         return "basic" if self._delta_prime is None else "advanced"
 
     @property
+    def ledger_path(self) -> str | None:
+        """The ledger file's path, or None for an accountant held in memory only."""
+        return None if self._ledger_file is None else self._ledger_file.path
+
+    @property
     def spent(self) -> "tuple[float, float]":
-        """(epsilon, delta) spent so far.
+        """(epsilon, delta) spent so far (by every process, with a ledger file).
 
         The sequential sum, or with ``composition="advanced"`` the advanced composition bound
         when it has the smaller epsilon and fits the budget (its epsilon rounded up).
         """
-        with self._tally:
+        with self._synced():
             return self._reported()
 
     @property
     def remaining(self) -> "tuple[float, float]":
         """(epsilon, delta) still available: the budget minus :attr:`spent`."""
-        with self._tally:
+        with self._synced():
             return self._remaining()
 
     def _remaining(self) -> "tuple[float, float]":
@@ -481,14 +644,15 @@ class Accountant:
 
     @property
     def ledger(self) -> "list[LedgerEntry]":
-        """List of :class:`LedgerEntry` (epsilon, delta, label) for every spend, in order."""
-        with self._tally:
+        """List of :class:`LedgerEntry` (epsilon, delta, label) for every spend, in order
+        (of every process, with a ledger file)."""
+        with self._synced():
             records = list(self._tally.records)
         return [LedgerEntry(float(e), float(d), label, path, (_float(inc[0]), _float(inc[1])))
-                for e, d, label, path, inc in records]
+                for e, d, label, path, inc, _ in records]
 
     def __len__(self) -> int:
-        with self._tally:
+        with self._synced():
             return len(self._tally.records)
 
     def __repr__(self) -> str:
@@ -496,6 +660,8 @@ class Accountant:
         extra = "" if self._k == 1 else f", group_size={self._k}"
         if self._delta_prime is not None:
             extra += f", composition='advanced', delta_prime={_float(self._delta_prime)!r}"
+        if self._ledger_file is not None:
+            extra += f", ledger={self._ledger_file.path!r}"
         return (f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}{extra}; "
                 f"spent=({eps!r}, {dlt!r}) over {len(self)} spends)")
 
@@ -511,12 +677,14 @@ class Accountant:
     def _units(self) -> "list[_Cost]":
         """Group-scaled (epsilon, delta) of every outermost charge: spends outside blocks and
         whole outermost parallel blocks; call with the lock held."""
-        return [c for *_, path, c in self._tally.records if not path] + self._block_units
+        return ([r[4] for r in self._tally.records if r[5] is None]
+                + list(self._units_by_name.values()))
 
     def _reported_exact(self) -> "tuple[_Amount, _Amount]":
         """Spent, as exact amounts (an int or inf each); call with the lock held."""
         if self._delta_prime is not None and self._tally.records:
-            adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf, self._tally.spent[1])
+            adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf,
+                                       self._tally.spent[1])
             if adv[0] < self._tally.spent[0] and self._within(*adv):
                 return adv
         return self._tally.spent
@@ -570,7 +738,7 @@ class Accountant:
         dp_ = _v.check_real(delta_prime, "delta_prime", "Accountant.advanced_composition",
                             low=0.0, high=1.0)
         log_inv = _log_inv_up(dp_)
-        with self._tally:
+        with self._synced():
             units = self._units()
             basic_delta = self._tally.spent[1]
         sum_sq, loss, n_inf = 0, 0, 0
@@ -585,22 +753,21 @@ class Accountant:
         return _float_up(eps), _float(basic_delta + _exact(dp_))
 
     # -- blocks ----------------------------------------------------------------------
-    def parallel(self, *, label: str | None = None) -> _Block:
+    def parallel(self, *, label: str | None = None) -> ParallelBlock:
         """A block whose spends are each on a disjoint partition of the data.
 
-        Inside ``with acct.parallel():`` every spend of ``acct`` is one partition, unless it
-        is made inside ``with acct.partition():``, which gathers sequential spends (and
-        nested parallel blocks) into one partition. The block costs the largest epsilon and
-        the largest delta among its partitions (taking each maximum separately is an upper
-        bound on the parallel composition of the partitions' (epsilon, delta) guarantees).
-        Every spend is checked against the budget as it happens: one that would raise the
-        block's cost beyond the budget raises :class:`BudgetExceededError` and changes
-        nothing.
+        Use it as ``with acct.parallel() as block:`` and spend *through the block*: each
+        ``block.spend(...)``, or each mechanism called with ``accountant=block``, is one
+        partition; ``block.partition()`` gathers sequential spends (and nested parallel
+        blocks) into one partition. The block costs the largest epsilon and the largest delta
+        among its partitions (taking each maximum separately is an upper bound on the
+        parallel composition of the partitions' (epsilon, delta) guarantees). Every spend is
+        checked against the budget as it happens: one that would raise the block's cost
+        beyond the budget raises :class:`BudgetExceededError` and changes nothing.
 
-        The open block is part of the current :mod:`contextvars` context, like ``with acct:``.
-        A thread started inside it does not see it and charges ``acct`` sequentially (never
-        less than the truth); run the thread's target in ``contextvars.copy_context()`` to
-        make each of its spends (or its own ``partition()``) a partition of the block.
+        Spends made on the accountant itself are sequential, inside the ``with`` block too,
+        so only the code's explicit choice makes a spend parallel; a block that has ended
+        refuses further spends (``RuntimeError``).
 
         Parameters
         ----------
@@ -610,8 +777,7 @@ class Accountant:
 
         Returns
         -------
-        context manager
-            Entering it returns the block, whose ``cost`` is its (epsilon, delta) so far.
+        ParallelBlock
 
         Examples
         --------
@@ -619,54 +785,19 @@ class Accountant:
         >>> acct = dp.Accountant(epsilon=1.0)
         >>> with acct.parallel() as block:
         ...     for _ in range(100):
-        ...         acct.spend(1.0)         # 100 disjoint partitions
+        ...         block.spend(1.0)        # 100 disjoint partitions
         >>> acct.spent, block.cost
         ((1.0, 0.0), (1.0, 0.0))
         >>> acct = dp.Accountant(epsilon=1.0)
-        >>> with acct.parallel():
-        ...     acct.spend(0.5)
-        ...     with acct.partition():      # one partition, two sequential spends
-        ...         acct.spend(0.25)
-        ...         acct.spend(0.5)
+        >>> with acct.parallel() as block:
+        ...     block.spend(0.5)
+        ...     north = block.partition()   # one partition, two sequential spends
+        ...     north.spend(0.25)
+        ...     north.spend(0.5)
         >>> acct.spent
         (0.75, 0.0)
         """
-        return _Block(self, _PARALLEL, _check_label(label, "Accountant.parallel"))
-
-    def partition(self, *, label: str | None = None) -> _Block:
-        """One partition of the enclosing ``parallel()`` block: spends inside add up.
-
-        Must be used directly inside ``with acct.parallel():`` (RuntimeError otherwise). It
-        may contain further parallel blocks, which then cost their maximum within it.
-
-        Parameters
-        ----------
-        label : str, optional
-            Name of the partition in ledger paths (default ``"partition-<n>"``).
-
-        Examples
-        --------
-        >>> import dpfast as dp
-        >>> acct = dp.Accountant(epsilon=2.0)
-        >>> with acct.parallel(label="by region"):
-        ...     with acct.partition(label="north"):
-        ...         acct.spend(0.5, label="count")
-        ...         with acct.parallel():
-        ...             acct.spend(1.0)
-        ...             acct.spend(0.25)
-        ...     acct.spend(1.0, label="south")
-        >>> acct.spent
-        (1.5, 0.0)
-        >>> acct.ledger[0].block
-        ('by region', 'north')
-        """
-        return _Block(self, _PARTITION, _check_label(label, "Accountant.partition"))
-
-    def _innermost_block(self) -> _Block | None:
-        for block in reversed(_blocks.get()):
-            if block._acct is self:
-                return block
-        return None
+        return ParallelBlock(self, None, _check_label(label, "Accountant.parallel"))
 
     # -- spending --------------------------------------------------------------------
     def _group(self, cost: "_Cost") -> "_Cost":
@@ -683,31 +814,30 @@ class Accountant:
         p, q = grow.as_integer_ratio()
         return (k * eps, -(-k * p * dlt // q))          # k * grow * delta, rounded up
 
-    def _plan(self, e: int, d: int) -> "_Plan":
-        """What a spend of (e, d) here would change; call with the lock held.
+    def _plan(self, e: int, d: int, node: "_Node | None") -> "_Plan":
+        """What a spend of (e, d) at ``node`` (None: the accountant itself) would change;
+        call with the lock held.
 
         Returns (updates, root, old, new, increase): the new cost of each enclosing block,
         the outermost block (or None), the outermost charge before and after (group-scaled)
         and the increase of the sequential total.
         """
-        old_child: _Cost
-        new_child: _Cost
-        old_child, new_child = _ZERO, (e, d)
-        updates: list[tuple[_Block, _Cost]] = []
-        root: _Block | None = None
-        block = self._innermost_block()
-        while block is not None:
-            c = block._cost
-            if block._kind == _PARTITION:
+        old_child: _Cost = _ZERO
+        new_child: _Cost = (e, d)
+        updates: list[tuple[_Node, _Cost]] = []
+        root: _Node | None = None
+        while node is not None:
+            c = node._cost
+            if node._kind == _PARTITION:
                 new = (c[0] + new_child[0] - old_child[0], c[1] + new_child[1] - old_child[1])
             else:
                 # A child's cost only grows, so the maximum over children is updated by
                 # comparing with the child's new cost alone.
                 new = (max(c[0], new_child[0]), max(c[1], new_child[1]))
-            updates.append((block, new))
+            updates.append((node, new))
             old_child, new_child = c, new
-            root = block
-            block = block._parent
+            root = node
+            node = node._parent
         old = root._charged if root is not None else _ZERO
         new = self._group(new_child)
         # Rounding up makes the group delta only nearly monotone; never let a charge shrink.
@@ -739,8 +869,8 @@ class Accountant:
     def check(self, epsilon: float, delta: float = 0.0) -> bool:
         """True if a spend of (epsilon, delta) here would fit in the remaining budget.
 
-        Accounts for the group size, the open parallel/partition blocks of this context and
-        the composition rule exactly as :meth:`spend` would; spends nothing.
+        Accounts for the group size and the composition rule exactly as :meth:`spend`
+        would; spends nothing.
 
         Examples
         --------
@@ -750,17 +880,22 @@ class Accountant:
         >>> acct.check(0.25), acct.check(0.5)
         (True, False)
         """
+        return self._check_at(None, epsilon, delta)
+
+    def _check_at(self, node: "_Node | None", epsilon: float, delta: float) -> bool:
         e = _amount(epsilon, "epsilon", "Accountant.check")
         d = _amount(delta, "delta", "Accountant.check")
-        with self._tally:
-            _, _, old, new, increase = self._plan(e, d)
+        with self._synced():
+            _, _, old, new, increase = self._plan(e, d, node)
             return self._fits_plan(old, new, increase)
 
     def spend(self, epsilon: float, delta: float = 0.0, *, label: object = None) -> None:
         """Charge (epsilon, delta) to the budget, or raise and charge nothing.
 
-        Inside ``with acct.parallel():`` the charge is the increase of the block's cost;
-        with ``group_size`` k > 1 the outermost charge is scaled for groups.
+        A spend on the accountant itself is sequential; spends through a parallel block or a
+        partition (see :meth:`parallel`) are charged as the increase of the block's cost.
+        With ``group_size`` k > 1 the outermost charge is scaled for groups; with a ledger
+        file the charge is durable before this returns.
 
         Raises
         ------
@@ -768,43 +903,77 @@ class Accountant:
             If the spend does not fit; the message gives what remains and how to proceed.
         TypeError, ValueError
             If epsilon or delta is not a valid privacy parameter.
+        RuntimeError
+            In a forked child, for an accountant without a ledger (see the class notes).
         """
-        # Groups of one, basic composition and no parallel block open: the charge is the
-        # amounts themselves. When both are floats seen before, their conversions are cached
-        # and the whole spend is one compiled step (a spend is on every release's path).
-        simple = self._simple and not _blocks.get()
-        if simple and self._tally.spend(epsilon, delta, label):
+        # Groups of one, basic composition, no ledger file: when both amounts are floats seen
+        # before, the whole spend is one compiled step (a spend is on every release's path).
+        if self._simple and self._tally.spend(epsilon, delta, label):
             return
+        self._spend_at(None, epsilon, delta, label)
+
+    def _spend_at(self, node: "_Node | None", epsilon: float, delta: float,
+                  label: object) -> None:
+        """Spend at ``node`` (None: the accountant itself): the general path."""
         e = _amount(epsilon, "epsilon", "Accountant.spend")
         d = _amount(delta, "delta", "Accountant.spend")
-        if simple:
-            if not self._tally.add(e, d, (epsilon, delta, label, (), (e, d))):
-                with self._tally:
-                    error = self._refusal(epsilon, delta, (e, d), False)
-                raise error
-            return
-        with self._tally:
-            updates, root, old, new, charge = self._plan(e, d)
+        with self._synced():
+            if self._tally.foreign:
+                raise RuntimeError(
+                    "This Accountant was made in another process and has no ledger file: "
+                    "its budget cannot be shared with this forked process. Create it with "
+                    "ledger='FILE' to share a budget between processes.")
+            closed = node._closed() if node is not None else None
+            if closed is not None:
+                raise RuntimeError(f"The parallel block {closed.path!r} has ended: spend on "
+                                   "the accountant, or in a new block.")
+            updates, root, old, new, charge = self._plan(e, d, node)
             if not self._fits_plan(old, new, charge):
                 raise self._refusal(epsilon, delta, charge, bool(updates))
+            if root is not None and root._unit is None:
+                root._unit = os.urandom(6).hex()
+            record = (epsilon, delta, label, node._path if node is not None else (), charge,
+                      root._unit if root is not None else None)
+            if self._ledger_file is not None:
+                # Durable before anything changes here, and before the caller draws noise.
+                self._ledger_file.append(_charge_payload(record))
             # Commit: nothing above has changed any state.
-            if self._delta_prime is not None:
-                self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
             for block, cost in updates:
                 block._cost = cost
             if root is not None:
-                if root._unit is None:
-                    root._unit = len(self._block_units)
-                    self._block_units.append(new)
-                else:
-                    self._block_units[root._unit] = new
                 root._charged = new
-            spent = self._tally.spent
-            self._tally.spent = (spent[0] + charge[0], spent[1] + charge[1])
-            # Recorded raw (epsilon and delta as given, validated); `ledger` makes the
-            # LedgerEntry objects when asked.
-            self._tally.records.append((epsilon, delta, label,
-                                        updates[0][0]._path if updates else (), charge))
+            self._take(record)
+
+    def _take(self, record: "tuple[object, ...]") -> None:
+        """Add one charge record to the total, the records and the units; call with the lock
+        held."""
+        charge: _Cost = record[4]  # type: ignore[assignment]
+        unit: str | None = record[5]  # type: ignore[assignment]
+        old = _ZERO if unit is None else self._units_by_name.get(unit, _ZERO)
+        new = (old[0] + charge[0], _add(old[1], charge[1]))
+        if self._delta_prime is not None:
+            self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
+        if unit is not None:
+            self._units_by_name[unit] = new
+        spent = self._tally.spent
+        self._tally.spent = (spent[0] + charge[0], _add(spent[1], charge[1]))
+        self._tally.records.append(record)
+
+    def _synced(self) -> "_Synced":
+        """``with self._synced():`` holds the lock, and with a ledger file, the file's lock
+        too, after taking in the charges other processes have appended since."""
+        return _Synced(self)
+
+    def _read_ledger(self) -> None:
+        """Take in the records appended to the ledger file since the last look (call with
+        both locks held). A torn charge counts with the amounts it still shows, or as the
+        whole budget."""
+        file = self._ledger_file
+        assert file is not None
+        for payload, intact in file.read_new():
+            parsed = _parse_charge(payload, intact, self._budget)
+            if parsed is not None:
+                self._take(parsed)
 
     def _refusal(self, epsilon: float, delta: float, charge: "_Cost",
                  in_block: bool) -> BudgetExceededError:
@@ -836,6 +1005,75 @@ class Accountant:
         return False
 
 
+class _Synced:
+    """The accountant's lock, and its ledger file's lock with the file's news taken in."""
+
+    def __init__(self, acct: Accountant) -> None:
+        self._acct = acct
+
+    def __enter__(self) -> None:
+        acct = self._acct
+        acct._tally.__enter__()
+        if acct._ledger_file is not None:
+            try:
+                acct._ledger_file.lock()
+                acct._read_ledger()
+            except BaseException:
+                acct._tally.__exit__()
+                raise
+
+    def __exit__(self, *exc: object) -> "Literal[False]":
+        acct = self._acct
+        try:
+            if acct._ledger_file is not None:
+                acct._ledger_file.unlock()
+        finally:
+            acct._tally.__exit__()
+        return False
+
+
+def _charge_payload(record: "tuple[object, ...]") -> str:
+    """The ledger record of one charge."""
+    epsilon, delta, label, path, charge, unit = record
+    try:
+        json.dumps(label)
+        shown = label
+    except (TypeError, ValueError):
+        shown = repr(label)
+    details = {"epsilon": float(epsilon), "delta": float(delta),  # type: ignore[arg-type]
+               "label": shown, "path": list(path), "unit": unit,  # type: ignore[call-overload]
+               "pid": os.getpid(), "time": time.time()}
+    return charge_payload((_amount_text(charge[0]), _amount_text(charge[1])),  # type: ignore[index]
+                          details)
+
+
+def _parse_charge(payload: str, intact: bool,
+                  budget: "tuple[_Amount, _Amount]") -> "tuple[object, ...] | None":
+    """The record of a charge read from a ledger file; None for a budget record. A torn
+    charge keeps the amounts it shows, or costs the whole budget (never free)."""
+    if intact and not payload.startswith("charge "):
+        return None
+    parsed = parse_charge(payload)
+    charge: _Cost | None = None
+    details: dict[str, Any] = {}
+    if parsed is not None:
+        try:
+            charge = (_amount_parse(parsed[0]), _amount_parse(parsed[1]))  # type: ignore[assignment]
+            details = parsed[2]
+        except ValueError:
+            charge = None
+    if charge is None or charge[0] == math.inf:
+        if intact:
+            raise LedgerError(f"Unreadable ledger record {payload[:80]!r}.")
+        # Unreadable amounts: the whole budget (an unlimited epsilon budget has none to lose).
+        charge = (0 if budget[0] == math.inf else budget[0], budget[1])  # type: ignore[assignment]
+    assert charge is not None
+    label = details.get("label") if intact else "torn record"
+    return (details.get("epsilon", _float(charge[0])), details.get("delta", _float(charge[1])),
+            label, tuple(details.get("path", ())), charge,
+            details.get("unit") if intact else None)
+
+
 def _check_label(label: object, func: str) -> str | None:
     if label is not None and not isinstance(label, str):
         raise TypeError(f"The 'label' parameter of {func} must be a str or None. "
@@ -845,24 +1083,46 @@ def _check_label(label: object, func: str) -> str | None:
 
 _stack: "contextvars.ContextVar[tuple[Accountant, ...]]" = contextvars.ContextVar(
     "dpfast_accountant_stack", default=())
+# Accountants held in memory only: a forked child's copies must not spend.
+_in_memory: "weakref.WeakSet[Accountant]" = weakref.WeakSet()
 _process_default = Accountant()
+
+
+def _after_fork_in_child() -> None:
+    global _process_default
+    for acct in list(_in_memory):
+        acct._tally.foreign = True
+    # A fresh default accountant: unlimited, recording this process's spends.
+    _process_default = Accountant()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def default_accountant() -> Accountant:
     """The accountant that mechanisms charge when called with ``accountant=None``.
 
     Inside ``with acct:`` that is ``acct``; otherwise a process-wide accountant with an
-    unlimited budget that records every spend.
+    unlimited budget that records every spend (a forked child starts with its own).
     """
     stack = _stack.get()
     return stack[-1] if stack else _process_default
 
 
-def resolve_accountant(accountant: Accountant | None, func: str) -> Accountant:
-    """``accountant`` itself, or the default one for ``None``; TypeError for anything else."""
+#: What ``accountant=`` accepts besides None: an accountant, or a parallel block or a
+#: partition of one (whatever has a ``spend`` that charges a budget).
+AccountantLike = Accountant | ParallelBlock | Partition
+
+
+def resolve_accountant(accountant: "AccountantLike | None", func: str) -> "AccountantLike":
+    """``accountant`` itself (an :class:`Accountant`, or a :class:`ParallelBlock` or
+    :class:`Partition` of one), or the default one for ``None``; TypeError for anything
+    else."""
     if accountant is None:
         return default_accountant()
-    if not isinstance(accountant, Accountant):
+    if not isinstance(accountant, (Accountant, ParallelBlock, Partition)):
         raise TypeError(f"The 'accountant' parameter of {func} must be a dpfast.Accountant "
-                        f"or None. Got {accountant!r} instead.")
+                        "(or a parallel block or partition of one) or None. "
+                        f"Got {accountant!r} instead.")
     return accountant

@@ -30,7 +30,7 @@ from ..samplers import gaussian_grid
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-    from ..accounting import Accountant
+    from ..accounting import AccountantLike
     from ..rng import RngLike
 
 __all__ = ["gaussian_mechanism", "gaussian_sigma"]
@@ -106,7 +106,7 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
 
 def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float, delta: float,
                        calibration: Literal["analytic", "classic"] = "analytic",
-                       accountant: "Accountant | None" = None, rng: "RngLike" = None,
+                       accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
                        threads: int | None = None) -> "float | NDArray[np.float64]":
     """gaussian_mechanism(value, *, sensitivity, epsilon, delta, calibration="analytic", accountant=None, rng=None, threads=None)
 

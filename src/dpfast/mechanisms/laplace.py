@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from ..accounting import Accountant
+    from ..accounting import AccountantLike
     from ..rng import RngLike
 
 __all__ = ["laplace_mechanism", "laplace_privacy_loss", "max_error_bound"]
@@ -33,7 +33,7 @@ _MAX_INT_VALUE = 2**62
 
 
 def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
-                      accountant: "Accountant | None" = None, rng: "RngLike" = None,
+                      accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
                       threads: int | None = None,
                       ) -> "int | float | NDArray[np.int64] | NDArray[np.float64]":
     """laplace_mechanism(value, *, sensitivity, epsilon, accountant=None, rng=None, threads=None)

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from .._native import ChaCha20
-    from ..accounting import Accountant
+    from ..accounting import AccountantLike
 
     # What an ``rng=`` argument may be (see dpfast.rng.resolve_rng); None is the default.
     from ..rng import RngLike
@@ -277,7 +277,7 @@ def _check_bits(bits: ArrayLike, func: str, name: str = "bits") -> NDArray[np.ui
 
 
 def randomized_response(bits: ArrayLike, *, p: float | None = None,
-                        epsilon: float | None = None, accountant: Accountant | None = None,
+                        epsilon: float | None = None, accountant: AccountantLike | None = None,
                         rng: RngLike = None,
                         threads: int | None = None) -> NDArray[np.uint8] | int:
     """randomized_response(bits, *, p=None, epsilon=None, accountant=None, rng=None, threads=None)
@@ -369,7 +369,7 @@ def _binary_coins(gen: ChaCha20, threads: int, bits: NDArray[np.uint8],
 
 def randomized_response_categorical(values: ArrayLike,
                                     categories: _IntLike | Sequence[Any] | NDArray[Any], *,
-                                    epsilon: float, accountant: Accountant | None = None,
+                                    epsilon: float, accountant: AccountantLike | None = None,
                                     rng: RngLike = None,
                                     threads: int | None = None) -> NDArray[np.int64]:
     """randomized_response_categorical(values, categories, *, epsilon, accountant=None, rng=None, threads=None)

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from ..accounting import Accountant
+    from ..accounting import AccountantLike
 
     # What an ``rng=`` argument may be (see dpfast.rng.resolve_rng); None is the default.
     from ..rng import RngLike
@@ -134,7 +134,7 @@ def _noise_scale(func: str, epsilon: float, sensitivity: float,
 
 def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                      noise: Literal["laplace", "exponential", "gumbel"] = "laplace",
-                     monotonic: bool = False, accountant: Accountant | None = None,
+                     monotonic: bool = False, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None) -> int:
     """report_noisy_max(scores, *, epsilon, sensitivity=1, noise="laplace", monotonic=False, accountant=None, rng=None, threads=None)
 
@@ -181,7 +181,7 @@ def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 
 
 
 def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float = 1,
-                     monotonic: bool = False, accountant: Accountant | None = None,
+                     monotonic: bool = False, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None) -> int:
     """permute_and_flip(utilities, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None, threads=None)
 
@@ -209,7 +209,7 @@ def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float
 
 def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                           monotonic: bool = False, candidates: Collection[_T] | None = None,
-                          accountant: Accountant | None = None, rng: RngLike = None,
+                          accountant: AccountantLike | None = None, rng: RngLike = None,
                           threads: int | None = None) -> int | _T:
     """exponential_mechanism(utilities, *, epsilon, sensitivity=1, monotonic=False, candidates=None, accountant=None, rng=None, threads=None)
 
@@ -266,7 +266,7 @@ def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: 
 
 
 def top_k(scores: ArrayLike, k: int | np.integer[Any], *, epsilon: float,
-          sensitivity: float = 1, monotonic: bool = False, accountant: Accountant | None = None,
+          sensitivity: float = 1, monotonic: bool = False, accountant: AccountantLike | None = None,
           rng: RngLike = None, threads: int | None = None) -> NDArray[np.int64]:
     """top_k(scores, k, *, epsilon, sensitivity=1, monotonic=False, accountant=None, rng=None, threads=None)
 

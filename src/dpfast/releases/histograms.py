@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray
 
     from .._native import ChaCha20
-    from ..accounting import Accountant
+    from ..accounting import AccountantLike
     from ..rng import RngLike
 
     #: The named post-processing steps (a callable is the other choice).
@@ -135,9 +135,9 @@ def _range_pair(value: tuple[float, float], func: str, name: str) -> tuple[float
     return lo, hi
 
 
-def _prepare(func: str, epsilon: float, accountant: "Accountant | None", rng: "RngLike",
+def _prepare(func: str, epsilon: float, accountant: "AccountantLike | None", rng: "RngLike",
              threads: int | None, postprocess: object, total: object,
-             ) -> "tuple[float, float, Accountant, ChaCha20, int]":
+             ) -> "tuple[float, float, AccountantLike, ChaCha20, int]":
     """The shared arguments of a counting release, checked before anything happens."""
     eps = _v.check_epsilon(epsilon, func)
     scale = _v.check_mechanism_scale(1.0, eps, func, high=MAX_DISCRETE_SCALE)
@@ -163,7 +163,7 @@ def _check_postprocess(option: object, func: str) -> None:
 
 
 def _release(func: str, counts: "NDArray[np.int64]", eps: float, scale: float,
-             acct: "Accountant", bitgen: "ChaCha20", nthreads: int,
+             acct: "AccountantLike", bitgen: "ChaCha20", nthreads: int,
              postprocess: "_Postprocess", total: "_Total | None") -> Any:
     """Charge, noise the exact counts in place, post-process."""
     flat = counts.reshape(-1)
@@ -176,14 +176,14 @@ if TYPE_CHECKING:
     @overload
     def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *, epsilon: float,
                   range: tuple[float, float] | None = None,
-                  accountant: Accountant | None = None, rng: RngLike = None,
+                  accountant: AccountantLike | None = None, rng: RngLike = None,
                   threads: int | None = None, postprocess: _Named = None,
                   total: _Total | None = None,
                   ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
     @overload
     def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *, epsilon: float,
                   range: tuple[float, float] | None = None,
-                  accountant: Accountant | None = None, rng: RngLike = None,
+                  accountant: AccountantLike | None = None, rng: RngLike = None,
                   threads: int | None = None,
                   postprocess: Callable[[NDArray[np.int64]], _T],
                   total: None = None) -> tuple[_T, NDArray[np.float64]]: ...
@@ -191,7 +191,7 @@ if TYPE_CHECKING:
 
 def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float,
               range: "tuple[float, float] | None" = None,
-              accountant: "Accountant | None" = None, rng: "RngLike" = None,
+              accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
               threads: int | None = None, postprocess: "_Postprocess" = None,
               total: "_Total | None" = None) -> "tuple[Any, NDArray[np.float64]]":
     """histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
@@ -255,7 +255,7 @@ if TYPE_CHECKING:
     def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
                     epsilon: float,
                     range: Sequence[tuple[float, float] | None] | None = None,
-                    accountant: Accountant | None = None, rng: RngLike = None,
+                    accountant: AccountantLike | None = None, rng: RngLike = None,
                     threads: int | None = None, postprocess: _Named = None,
                     total: _Total | None = None,
                     ) -> tuple[NDArray[np.int64], list[NDArray[np.float64]]]: ...
@@ -263,7 +263,7 @@ if TYPE_CHECKING:
     def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
                     epsilon: float,
                     range: Sequence[tuple[float, float] | None] | None = None,
-                    accountant: Accountant | None = None, rng: RngLike = None,
+                    accountant: AccountantLike | None = None, rng: RngLike = None,
                     threads: int | None = None,
                     postprocess: Callable[[NDArray[np.int64]], _T],
                     total: None = None) -> tuple[_T, list[NDArray[np.float64]]]: ...
@@ -271,7 +271,7 @@ if TYPE_CHECKING:
 
 def histogramdd(sample: "ArrayLike", bins: Any, *,
                 epsilon: float, range: "Sequence[tuple[float, float] | None] | None" = None,
-                accountant: "Accountant | None" = None, rng: "RngLike" = None,
+                accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
                 threads: int | None = None, postprocess: "_Postprocess" = None,
                 total: "_Total | None" = None) -> "tuple[Any, list[NDArray[np.float64]]]":
     """histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
@@ -347,20 +347,20 @@ if TYPE_CHECKING:
     @overload
     def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
                          epsilon: float, other: bool = False,
-                         accountant: Accountant | None = None, rng: RngLike = None,
+                         accountant: AccountantLike | None = None, rng: RngLike = None,
                          threads: int | None = None, postprocess: _Named = None,
                          total: _Total | None = None) -> NDArray[np.int64]: ...
     @overload
     def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
                          epsilon: float, other: bool = False,
-                         accountant: Accountant | None = None, rng: RngLike = None,
+                         accountant: AccountantLike | None = None, rng: RngLike = None,
                          threads: int | None = None,
                          postprocess: Callable[[NDArray[np.int64]], _T],
                          total: None = None) -> _T: ...
 
 
 def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[Any]", *,
-                     epsilon: float, other: bool = False, accountant: "Accountant | None" = None,
+                     epsilon: float, other: bool = False, accountant: "AccountantLike | None" = None,
                      rng: "RngLike" = None, threads: int | None = None,
                      postprocess: "_Postprocess" = None, total: "_Total | None" = None) -> Any:
     """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
@@ -422,26 +422,26 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
 if TYPE_CHECKING:
     @overload
     def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
-                     out: _Out, accountant: Accountant | None = None,
+                     out: _Out, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: Literal["clip"] | None = None,
                      progress: bool | None = None) -> _Out: ...
     @overload
     def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
-                     out: None = None, accountant: Accountant | None = None,
+                     out: None = None, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: _Named = None,
                      progress: bool | None = None) -> NDArray[Any]: ...
     @overload
     def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
-                     out: None = None, accountant: Accountant | None = None,
+                     out: None = None, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: Callable[[NDArray[Any]], _T],
                      progress: bool | None = None) -> _T: ...
 
 
 def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
-                 out: "NDArray[Any] | None" = None, accountant: "Accountant | None" = None,
+                 out: "NDArray[Any] | None" = None, accountant: "AccountantLike | None" = None,
                  rng: "RngLike" = None, threads: int | None = None,
                  postprocess: "_Postprocess" = None, progress: bool | None = None) -> Any:
     """noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None)
