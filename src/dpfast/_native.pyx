@@ -257,9 +257,9 @@ def _as_bytes(value, name, size):
     return b
 
 
-# Generators keyed from os.urandom; a forked child re-keys them, so that parent and child
-# never emit the same keystream (seeded generators are reproducible on purpose and are left
-# alone).
+# Generators keyed from os.urandom (and the children they spawn); a forked child re-keys them,
+# so that parent and child never emit the same keystream (seeded generators are reproducible
+# on purpose and are left alone).
 _os_keyed = weakref.WeakSet()
 
 
@@ -308,9 +308,12 @@ cdef class ChaCha20(BitGenerator):
     forked processes) share with other streams; two of N spawned streams share a nonce with
     probability below N^2 / 2^65 (3e-8 for a million streams).
 
-    An OS-keyed generator (``seed=None``, no ``key``) is re-keyed from ``os.urandom`` in a
-    child process after ``fork()``, discarding buffered keystream. A seeded one is not: its
-    point is to repeat.
+    An OS-keyed generator (``seed=None``, no ``key``), and every generator it spawns, never
+    shares its keystream with another process or copy: it is re-keyed from ``os.urandom`` in
+    a child process after ``fork()`` (discarding buffered keystream), and a pickled or copied
+    one arrives as a new OS-keyed generator (so a generator sent to pool workers gives each
+    its own noise). A seeded or keyed generator is copied, pickled and forked as it is: its
+    point is to repeat. Setting ``state`` makes a generator a reproducible one.
 
     Examples
     --------
@@ -324,6 +327,7 @@ cdef class ChaCha20(BitGenerator):
     """
     cdef dpf_chacha_t *rng_state
     cdef void *_raw
+    cdef bint _from_os
     cdef object __weakref__
 
     def __cinit__(self, *args, **kwargs):
@@ -348,7 +352,7 @@ cdef class ChaCha20(BitGenerator):
             words = np.frombuffer(_as_bytes(key, "key", 32), dtype="<u4").astype(np.uint32)
         elif seed is None:
             words = np.frombuffer(os.urandom(32), dtype="<u4").astype(np.uint32)
-            _os_keyed.add(self)
+            self._mark_os_keyed()
         else:
             words = self._seed_seq.generate_state(8, np.uint32)
         n = _as_bytes(nonce, "nonce", 12) if nonce is not None else bytes(12)
@@ -360,6 +364,23 @@ cdef class ChaCha20(BitGenerator):
                              f"[0, 2**32). Got {counter!r} instead.")
         n0, n1, n2 = (int.from_bytes(n[i:i + 4], "little") for i in (0, 4, 8))
         self._setup(words, int(counter) | (n0 << 32), n1 | (n2 << 32))
+
+    def _mark_os_keyed(self):
+        self._from_os = True
+        _os_keyed.add(self)
+
+    @property
+    def os_keyed(self):
+        """True for a generator keyed from ``os.urandom`` (or spawned from one): re-keyed
+        after ``fork()``, and new when pickled or copied."""
+        return bool(self._from_os)
+
+    def __reduce__(self):
+        # An OS-keyed generator's copy is a new OS-keyed generator: two processes (or two
+        # copies) holding the same keystream would draw the same noise.
+        if self._from_os:
+            return (ChaCha20, ())
+        return BitGenerator.__reduce__(self)
 
     def _rekey_from_os(self):
         words = np.frombuffer(os.urandom(32), dtype="<u4").astype(np.uint32)
@@ -411,6 +432,8 @@ cdef class ChaCha20(BitGenerator):
             child = ChaCha20.__new__(ChaCha20)
             BitGenerator.__init__(child, 0)
             (<ChaCha20>child)._setup(key_words, 0, int(nonce))
+            if self._from_os:
+                child._mark_os_keyed()
             children.append(child)
         return children
 
@@ -475,6 +498,7 @@ cdef class ChaCha20(BitGenerator):
             self.rng_state.pos = pos
             self.rng_state.has_uint32 = has32
             self.rng_state.uinteger = uinteger
+        self._from_os = False
         _os_keyed.discard(self)
 
 
