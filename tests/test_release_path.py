@@ -188,3 +188,65 @@ def test_read_only_out_is_refused_before_the_charge():
     acct, rng = used_accountant(), dp.ChaCha20(7)
     with spends_nothing(acct, rng), pytest.raises(ValueError, match="writeable"):
         dp.noisy_counts(table, epsilon=1.0, out=table, accountant=acct, rng=rng)
+
+
+# The data argument of each mechanism (the records the release protects).
+DATA = {"laplace_mechanism": "value", "gaussian_mechanism": "value", "histogram": "data",
+        "histogramdd": "sample", "count_categories": "values", "noisy_counts": "counts",
+        "randomized_response": "bits", "randomized_response_categorical": "values",
+        "report_noisy_max": "scores", "exponential_mechanism": "utilities",
+        "permute_and_flip": "utilities", "top_k": "scores"}
+SECRET = 987654321          # a record value that no error message may echo
+
+
+def test_every_mechanism_names_its_data():
+    assert set(DATA) == set(MECHANISMS)
+
+
+@pytest.mark.parametrize("name", sorted(DATA))
+def test_masked_data_is_refused_before_the_charge(name):
+    # np.asarray drops the mask: the masked values would be released as if they were data.
+    good = np.asarray(MECHANISMS[name][0][DATA[name]])
+    masked = np.ma.masked_array(good, mask=np.zeros(good.shape, dtype=bool))
+    masked.mask.flat[0] = True
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(TypeError, match=f"'{DATA[name]}'.*masked"):
+        call(name, {**MECHANISMS[name][0], DATA[name]: masked}, acct, rng)
+
+
+@pytest.mark.parametrize("name", sorted(DATA))
+def test_ragged_data_is_refused_naming_the_argument_not_the_records(name):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    ragged = [[1, 2], [SECRET]]
+    with spends_nothing(acct, rng), pytest.raises(ValueError) as info:
+        call(name, {**MECHANISMS[name][0], DATA[name]: ragged}, acct, rng)
+    assert f"'{DATA[name]}' parameter of {name}" in str(info.value)
+    assert str(SECRET) not in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(DATA))
+def test_non_native_byte_order_gives_the_native_release(name):
+    good = np.asarray(MECHANISMS[name][0][DATA[name]])
+    swapped = good.astype(good.dtype.newbyteorder("S"))
+    assert not swapped.dtype.isnative and np.array_equal(swapped, good)
+    want = call(name, {**MECHANISMS[name][0], DATA[name]: good}, used_accountant(),
+                dp.ChaCha20(7))
+    got = call(name, {**MECHANISMS[name][0], DATA[name]: swapped}, used_accountant(),
+               dp.ChaCha20(7))
+    assert same(got, want)
+
+
+def same(a, b):
+    """Equal results: arrays element by element, tuples and lists item by item."""
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("name", ["report_noisy_max", "exponential_mechanism", "top_k"])
+def test_wrong_dtype_errors_describe_the_data_without_its_values(name):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    text = np.array([f"{SECRET}", "x"])
+    with spends_nothing(acct, rng), pytest.raises(TypeError) as info:
+        call(name, {**MECHANISMS[name][0], DATA[name]: text}, acct, rng)
+    assert str(SECRET) not in str(info.value) and "shape (2,)" in str(info.value)

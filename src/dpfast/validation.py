@@ -35,11 +35,45 @@ __all__ = [
     "check_bool",
     "check_mechanism_scale",
     "check_data",
+    "as_array",
+    "describe",
 ]
 
 
 def _fail(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
     return exc(f"The {name!r} parameter of {func} must be {rule}. Got {value!r} instead.")
+
+
+def describe(value: object) -> str:
+    """A data argument in an error message: an array or sequence by its dtype and shape
+    (its repr would print the records, or a truncated dump of them), anything else by its
+    repr."""
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return repr(value)
+
+
+def as_array(value: object, name: str, func: str) -> NDArray[Any]:
+    """A data argument as a numpy array (no copy of an array), refusing what numpy would
+    silently misread: a masked array (``np.asarray`` drops the mask and every value would
+    be released) and ragged nested lists (error naming the argument, not numpy's)."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"The {name!r} parameter of {func} must not be a masked array: its "
+                        "mask would be ignored and the masked values released. Drop or fill "
+                        "the masked entries first (value.compressed() or value.filled(x)). "
+                        f"Got {describe(value)} instead.")
+    try:
+        return np.asarray(value)
+    except ValueError:
+        # numpy: "setting an array element with a sequence ... inhomogeneous shape"
+        raise ValueError(f"The {name!r} parameter of {func} must be a rectangular array: "
+                         "nested sequences of different lengths (ragged) have no shape. "
+                         f"Got {describe(value)} instead.") from None
+    except (TypeError, OverflowError):
+        raise TypeError(f"The {name!r} parameter of {func} must be numeric (integer or real "
+                        f"floating) data. Got {describe(value)} instead.") from None
 
 
 def check_real(value: object, name: str, func: str, *, low: float = 0.0,
@@ -183,10 +217,7 @@ def check_data(value: object, name: str,
     first offending entry.
     """
     rule = "numeric (integer or real floating) data"
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError, OverflowError):
-        raise _fail(TypeError, name, func, rule, value) from None
+    arr = as_array(value, name, func)
     kind = arr.dtype.kind
     if kind == "O" and arr.size and all(
             isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
@@ -211,7 +242,8 @@ def check_data(value: object, name: str,
             raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
                              f"infinity. Got {arr[idx]!r} at index {idx} instead.")
         return arr, False
-    raise _fail(TypeError, name, func, f"{rule}, not dtype {arr.dtype}", value)
+    raise TypeError(f"The {name!r} parameter of {func} must be {rule}, not dtype "
+                    f"{arr.dtype}. Got {describe(value)} instead.")
 
 
 def value_range(arr: NDArray[Any]) -> tuple[int, int] | tuple[float, float]:
@@ -249,11 +281,7 @@ def _numeric_array(value: object, name: str, func: str,
                    keep: Container[np.dtype[Any]]) -> tuple[NDArray[Any], bool]:
     """C-contiguous array of one of the dtypes in `keep` (else int64 for integers, float64
     for floats) and whether it is integer; TypeError for non-numeric data."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError, OverflowError):
-        raise _fail(TypeError, name, func, "numeric (integer or real floating) data",
-                    value) from None
+    arr = as_array(value, name, func)
     kind = arr.dtype.kind
     native = arr.dtype.newbyteorder("=")
     if native in keep:
@@ -281,7 +309,7 @@ def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> ND
         lut = np.array([index.get(c, -1) for c in values.categories] + [-1], dtype=np.int64)
         codes = np.asarray(values.codes, dtype=np.int64)
         return lut[codes]                        # code -1 (missing) reads the trailing -1
-    arr = np.asarray(values).reshape(-1)
+    arr = as_array(values, "values", func).reshape(-1)
     if arr.dtype.kind == "O":
         # Python objects (possibly None and strings mixed) cannot be sorted: look each up.
         lookup = np.frompyfunc(lambda v: index.get(v, -1), 1, 1)

@@ -8,7 +8,11 @@ Calibration: ``classic`` is ``sigma = D2 sqrt(2 ln(1.25/delta)) / eps`` (Dwork &
 Theorem A.1), valid for ``eps < 1`` only; ``analytic`` (the default) is the smallest sigma
 with ``Phi(D2/(2 sigma) - eps sigma/D2) - e**eps Phi(-D2/(2 sigma) - eps sigma/D2) <= delta``
 (Balle & Wang 2018, Theorem 8), valid for any ``eps > 0``, found by bisection to a relative
-1e-12 and rounded up. Both are conditions for the continuous Gaussian. The mechanism rounds
+1e-12 and rounded up; each evaluation of delta counts a bound on its own floating-point
+error against it, and a calibration whose error bound exceeds 1e-3 of delta (tiny epsilon
+and delta together, where delta is the difference of two probabilities near 1/2) is refused.
+Both are computed for sensitivity 1 and multiplied by it (sigma is linear in the
+sensitivity). Both are conditions for the continuous Gaussian. The mechanism rounds
 each coordinate to the grid, which can move neighbours ``g sqrt(d)`` further apart in l2, so
 it calibrates for ``D2 + g sqrt(d)``, and for ``delta (1 - 1e-4)`` to cover the difference
 between the lattice noise (2**19 to 2**20 grid steps per sigma) and the continuous Gaussian.
@@ -18,6 +22,7 @@ Kamath & Steinke (their Theorem 7) at sigma 2 to 5 exceeds the continuous delta 
 integer data.
 """
 import math
+import sys
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -36,14 +41,79 @@ if TYPE_CHECKING:
 __all__ = ["gaussian_mechanism", "gaussian_sigma"]
 
 
+# Relative error of libm's erfc and exp (a few ulp) with room to spare, and the largest
+# relative error of a computed delta(sigma) the calibration accepts.
+_TERM_ERROR = 2.0**-48
+_MAX_DELTA_ERROR = 1e-3
+
+
 def _phi(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
-def _analytic_delta(sigma: float, d2: float, eps: float) -> float:
-    a = d2 / (2.0 * sigma)
-    b = eps * sigma / d2
-    return _phi(a - b) - math.exp(eps) * _phi(-a - b)
+def _analytic_delta(s: float, eps: float) -> tuple[float, float]:
+    """(delta, bound on its floating-point error) of the Gaussian of sigma ``s`` for l2
+    sensitivity 1: ``Phi(a - b) - e**eps Phi(-a - b)``, ``a = 1/(2s)``, ``b = eps s``.
+
+    Each term has a relative error of a few ulp from erfc and exp, plus what the rounding of
+    its argument x moves it by (relative |x| ulp(x) at most, the slope of log Phi); the two
+    terms can be close, so the bound is absolute."""
+    a = 0.5 / s
+    b = eps * s
+    t1 = _phi(a - b)
+    t2 = math.exp(eps) * _phi(-a - b)
+    arg = 2.0**-52 * (a + b)
+    err = t1 * (_TERM_ERROR + (abs(a - b) + 1.0) * arg) + \
+        t2 * (_TERM_ERROR + (a + b + 1.0) * arg)
+    return t1 - t2, err
+
+
+def _unit_sigma(eps: float, dlt: float, calibration: str, func: str,
+                margin: float) -> float:
+    """The sigma for l2 sensitivity 1 (sigma is proportional to the sensitivity), calibrated
+    for delta ``dlt * margin``."""
+    target = dlt * margin
+    if calibration == "classic":
+        if eps >= 1.0:
+            raise ValueError(f"The classic Gaussian calibration of {func} needs epsilon < 1. "
+                             f"Got {eps!r} instead; use calibration='analytic'.")
+        return math.sqrt(2.0 * math.log(1.25 / target)) / eps
+    if calibration != "analytic":
+        raise ValueError(f"The 'calibration' parameter of {func} must be 'analytic' or "
+                         f"'classic'. Got {calibration!r} instead.")
+
+    def satisfies(s: float) -> bool:
+        # delta(s) <= dlt even at the far end of its error bound: the calibration never
+        # trusts a rounding error in its favour.
+        value, err = _analytic_delta(s, eps)
+        return value + err <= target
+
+    # delta(sigma) decreases in sigma: bracket the root, then bisect in log space.
+    lo, hi = 1e-3, 1.0
+    while not satisfies(hi):
+        lo, hi = hi, hi * 2.0
+        if hi > 2.0**1000:
+            break
+    while satisfies(lo) and lo > 1e-300:
+        lo /= 2.0
+    for _ in range(200):
+        if hi - lo <= 1e-13 * hi:
+            break
+        mid = math.sqrt(lo * hi)
+        if satisfies(mid):
+            hi = mid
+        else:
+            lo = mid
+    _, err = _analytic_delta(hi, eps)
+    if hi > 2.0**1000 or err > _MAX_DELTA_ERROR * target:
+        # At tiny epsilon the two terms of delta are both near 1/2 and delta is their small
+        # difference, which double precision no longer resolves.
+        raise ValueError(
+            f"The 'epsilon' and 'delta' parameters of {func} are too small together for an "
+            f"exact analytic calibration in double precision: at epsilon={eps!r} delta is a "
+            f"difference of two probabilities near 1/2 that cannot be computed to "
+            f"{_MAX_DELTA_ERROR:g} of delta={dlt!r}. Use a larger epsilon or delta.")
+    return hi
 
 
 def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
@@ -55,7 +125,7 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
     Parameters
     ----------
     sensitivity : float
-        l2 sensitivity, > 0.
+        l2 sensitivity: a normal float > 0 (at least 2.2e-308).
     epsilon : float
         > 0; the classic calibration needs epsilon < 1.
     delta : float
@@ -66,6 +136,8 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
     Returns
     -------
     float
+        ``sensitivity`` times the sigma for sensitivity 1 (rounded up), so exactly linear in
+        the sensitivity; ``ValueError`` if that leaves the range of normal floats.
 
     Examples
     --------
@@ -75,33 +147,26 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
     >>> dp.gaussian_sigma(1.0, 0.5, 1e-5) < dp.gaussian_sigma(1.0, 0.5, 1e-5, calibration="classic")
     True
     """
-    func = "gaussian_sigma"
+    return _sigma(sensitivity, epsilon, delta, calibration, "gaussian_sigma")
+
+
+def _sigma(sensitivity: float, epsilon: float, delta: float, calibration: str,
+           func: str, margin: float = 1.0) -> float:
+    """gaussian_sigma for delta ``delta * margin``, its errors naming ``func`` and the
+    ``delta`` given."""
     d2 = _v.check_sensitivity(sensitivity, func)
+    if d2 < sys.float_info.min:
+        raise ValueError(f"The 'sensitivity' parameter of {func} must be a normal float "
+                         f"(>= {sys.float_info.min!r}): sigma is computed relative to it. "
+                         f"Got {sensitivity!r} instead.")
     eps = _v.check_real(epsilon, "epsilon", func, high=700.0)
     dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
-    if calibration == "classic":
-        if eps >= 1.0:
-            raise ValueError(f"The classic Gaussian calibration of {func} needs epsilon < 1. "
-                             f"Got {epsilon!r} instead; use calibration='analytic'.")
-        return d2 * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
-    if calibration != "analytic":
-        raise ValueError(f"The 'calibration' parameter of {func} must be 'analytic' or "
-                         f"'classic'. Got {calibration!r} instead.")
-    # delta(sigma) decreases in sigma: bracket the root, then bisect in log space.
-    lo, hi = d2 * 1e-3, d2
-    while _analytic_delta(hi, d2, eps) > dlt:
-        lo, hi = hi, hi * 2.0
-    while _analytic_delta(lo, d2, eps) <= dlt and lo > 1e-300:
-        lo /= 2.0
-    for _ in range(200):
-        if hi - lo <= 1e-13 * hi:
-            break
-        mid = math.sqrt(lo * hi)
-        if _analytic_delta(mid, d2, eps) <= dlt:
-            hi = mid
-        else:
-            lo = mid
-    return hi                        # the side that satisfies the condition
+    sigma = math.nextafter(d2 * _unit_sigma(eps, dlt, calibration, func, margin), math.inf)
+    if not sys.float_info.min <= sigma < math.inf:
+        raise ValueError(f"The 'sensitivity' parameter of {func} gives a sigma outside the "
+                         f"range of normal floats at epsilon={eps!r}, delta={dlt!r}. Got "
+                         f"{sensitivity!r} instead.")
+    return sigma
 
 
 def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float, delta: float,
@@ -148,6 +213,16 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     return out if out.ndim else out.item()
 
 
+def _check_sigma(sigma: float, d2: float, eps: float, dlt: float, func: str) -> float:
+    """sigma within the sampler's range of scales, or an error naming what the caller gave."""
+    if not _v.MIN_SCALE <= sigma <= _v.MAX_SCALE:
+        raise ValueError(
+            f"The 'sensitivity', 'epsilon' and 'delta' parameters of {func} must give a noise "
+            f"sigma in [2^-900, 2^1000]. Got sensitivity={d2!r}, epsilon={eps!r}, "
+            f"delta={dlt!r} (sigma {sigma:g}) instead.")
+    return sigma
+
+
 def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
                 calibration: Literal["analytic", "classic"], func: str) -> float:
     """The sigma of a grid release of ``dims`` coordinates: calibrated for the sensitivity
@@ -157,16 +232,16 @@ def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
     # at 2**19 or more grid steps per sigma its delta differs from the continuous one by about
     # 1e-12 relative, and the sampler's own error (a factor exp(+-eta), eta(2**20) = 7.5e-9,
     # on each probability) moves delta by about 1e-6 relative: both inside the margin.
-    target = dlt * (1.0 - 1e-4)
-    sigma = gaussian_sigma(d2, eps, target, calibration=calibration)
-    g = gaussian_grid(_v.check_scale(sigma, func))
+    margin = 1.0 - 1e-4
+    sigma = _sigma(d2, eps, dlt, calibration, func, margin)
+    g = gaussian_grid(_check_sigma(sigma, d2, eps, dlt, func))
     # Fixed point: sigma calibrated for D2 + g sqrt(d) must not need a coarser grid than g.
     # g at least doubles each round, so this settles within a few rounds or never (when
     # sqrt(d) sigma / D2 is near 2**20 or more).
     for _ in range(64):
-        sigma = gaussian_sigma(d2 + g * math.sqrt(dims), eps, target, calibration=calibration)
+        sigma = _sigma(d2 + g * math.sqrt(dims), eps, dlt, calibration, func, margin)
         if gaussian_grid(sigma) <= g:
-            return _v.check_scale(sigma, func)
+            return _check_sigma(sigma, d2, eps, dlt, func)
         g = gaussian_grid(sigma)
     raise ValueError(
         f"{func} cannot calibrate a grid release of {dims:,} coordinates at "

@@ -8,6 +8,7 @@ its exact form for discrete noise); ``laplace_privacy_loss`` is the privacy loss
 floating-point error included.
 """
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
@@ -157,8 +158,16 @@ def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = F
         return math.floor(d) / t + eta(t)
     b = _v.check_scale(scale, func)
     g, t = laplace_grid(b)
-    # Round-half-to-even can put inputs D apart floor(D/g) + 1 cells apart.
-    return (math.floor(d / g) + 1) / t + eta(t)
+    # Round-half-to-even can put inputs D apart floor(D/g) + 1 cells apart; D/g in exact
+    # arithmetic (g is a power of two), since it can exceed the largest float.
+    cells = math.floor(Fraction(d) / Fraction(g)) + 1
+    try:
+        loss = float(Fraction(cells) / Fraction(t))
+    except OverflowError:
+        raise ValueError(f"The 'sensitivity' and 'scale' parameters of {func} give a privacy "
+                         f"loss beyond the largest float. Got sensitivity={sensitivity!r}, "
+                         f"scale={scale!r} instead.") from None
+    return loss + eta(t)
 
 
 def max_error_bound(k: SupportsIndex, *, epsilon: float, sensitivity: float = 1.0,

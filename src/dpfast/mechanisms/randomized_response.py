@@ -258,16 +258,13 @@ def _check_k(k: object, func: str) -> int:
 def _check_bits(bits: ArrayLike, func: str, name: str = "bits") -> NDArray[np.uint8]:
     """uint8 C-contiguous 0/1 array from bool, integer or float 0/1 data; ValueError naming
     the first other entry (NaN included), TypeError for non-numeric data."""
-    try:
-        arr = np.asarray(bits)
-    except (TypeError, ValueError, OverflowError):
-        raise _v._fail(TypeError, name, func, "an array of 0/1 or bools", bits) from None
+    arr = _v.as_array(bits, name, func)
     kind = arr.dtype.kind
     if kind == "b":
         return np.asarray(arr, dtype=np.uint8, order="C")
     if kind not in "iuf":
-        raise _v._fail(TypeError, name, func, "an array of 0/1 or bools, not dtype "
-                       f"{arr.dtype}", bits)
+        raise TypeError(f"The {name!r} parameter of {func} must be an array of 0/1 or bools, "
+                        f"not dtype {arr.dtype}. Got {_v.describe(bits)} instead.")
     ok = (arr == 0) | (arr == 1)            # NaN compares False: reported as bad
     if not ok.all():
         idx = tuple(int(i) for i in np.unravel_index(int(np.argmin(ok)), arr.shape))
@@ -439,7 +436,7 @@ def randomized_response_categorical(values: ArrayLike,
         # NaN never equals itself, so no value could be matched to it.
         raise ValueError(f"The 'categories' parameter of {func} must not contain NaN. "
                          f"Got {cats!r} instead.")
-    arr = values if isinstance(values, np.ndarray) else None
+    arr = _v.as_array(values, "values", func) if isinstance(values, np.ndarray) else None
     if isinstance(cats, range) and arr is not None and arr.dtype.kind in "iu":
         # Codes already: skip the sort-based lookup (seconds at 10^7 values).
         codes: NDArray[np.int64] = np.asarray(arr, dtype=np.int64).reshape(-1).copy()

@@ -82,11 +82,8 @@ _BLOCK = 1 << 20
 def _utilities(values: ArrayLike, name: str, func: str) -> tuple[NDArray[Any], float]:
     """1-d utilities (float64, float32, int64 or int32, C-contiguous, native byte order: no
     copy of such an array) and their maximum, which must be finite."""
-    try:
-        arr: NDArray[Any] | None = np.asarray(values)
-    except (TypeError, ValueError, OverflowError):
-        arr = None
-    if arr is None or arr.dtype.kind not in "iuf":
+    arr = _v.as_array(values, name, func)
+    if arr.dtype.kind not in "iuf":
         arr, _ = _v.check_data(values, name, func)   # raises the documented error
     if arr.dtype.type not in _KERNEL_DTYPES:
         arr = arr.astype(np.float64)

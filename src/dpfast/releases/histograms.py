@@ -308,7 +308,7 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
                                                   postprocess, total)
     if isinstance(sample, (list, tuple)) and sample and np.ndim(sample[0]) == 1:
         try:
-            sample = np.stack([np.asarray(s) for s in sample], axis=1)
+            sample = np.stack([_v.as_array(s, "sample", func) for s in sample], axis=1)
         except ValueError:
             raise ValueError(f"The 'sample' parameter of {func} must be D arrays of equal "
                              "length.") from None
@@ -489,7 +489,7 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
     _check_postprocess(postprocess, func)
     if progress is not None:
         progress = _v.check_bool(progress, "progress", func)
-    src = counts if isinstance(counts, np.ndarray) else np.asarray(counts)
+    src = _v.as_array(counts, "counts", func)
     if src.dtype.kind in "iu":
         is_int = True
     elif src.dtype.kind == "f":
@@ -566,9 +566,9 @@ def _check_out(out: object, src: "NDArray[Any]", is_int: bool, postprocess: obje
     if out is None:
         return np.empty(src.shape, dtype=np.int64 if is_int else np.float64)
     allowed = (np.int64, np.int32) if is_int else (np.float64,)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"The 'out' parameter of {func} must be a numpy array (or memmap). "
-                        f"Got {type(out).__name__} instead.")
+    if not isinstance(out, np.ndarray) or isinstance(out, np.ma.MaskedArray):
+        raise TypeError(f"The 'out' parameter of {func} must be a numpy array (or memmap), "
+                        f"not a masked array. Got {type(out).__name__} instead.")
     if out.shape != src.shape or out.dtype.type not in allowed \
             or not out.flags.c_contiguous or not out.flags.writeable:
         names = " or ".join(np.dtype(t).name for t in allowed)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..validation import _fail, check_data, check_real
+from ..validation import _fail, as_array, check_data, check_real
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,11 +66,8 @@ def _check_counts(value: "ArrayLike", name: str,
     and their messages are check_data's.
     """
     arr: NDArray[np.integer[Any] | np.floating[Any]] | None
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError, OverflowError):
-        arr = None
-    if arr is None or arr.dtype.kind not in "iuf":
+    arr = as_array(value, name, func)
+    if arr.dtype.kind not in "iuf":
         # Let check_data raise its shared TypeError/ValueError (and keep what it accepts).
         arr = check_data(value, name, func)[0]
     if arr.dtype.kind == "f" and not np.isfinite(arr).all():
