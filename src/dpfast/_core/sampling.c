@@ -139,22 +139,21 @@ static inline __attribute__((always_inline)) double dpf_ln(double x)
 #define DPF_E12 (1.0 / 479001600.0)
 #define DPF_E13 (1.0 / 6227020800.0)
 
-/* exp(x) for x <= 0 (NaN-free; -inf and x < -745.2 give 0): x = k ln2 + r, exp(r) by its
- * series, times 2^k built from bits in two factors so that subnormal results come out. */
+/* exp(x) for x <= 0, flushed to 0 below -708 (NaN-free; -inf gives 0): x = k ln2 + r, exp(r)
+ * by its series, times 2^k.  A result is 0 or a normal double (exp(-708) is 1.49 * 2^-1022),
+ * never subnormal: subnormal arithmetic is slower on many CPUs, and the exponential mechanism's
+ * running time must not depend on the utilities.  Below -708 the same work is done on -708. */
+#define DPF_EXP_FLUSH (-708.0)
 static inline __attribute__((always_inline)) double dpf_exp_nonpos(double x)
 {
-    double xc = x < -746.0 ? -746.0 : x;       /* also maps -inf */
-    double k = __builtin_rint(xc * 1.4426950408889634);
+    double xc = x < DPF_EXP_FLUSH ? DPF_EXP_FLUSH : x;       /* also maps -inf */
+    double k = __builtin_rint(xc * 1.4426950408889634);      /* >= -1021 */
     double r = (xc - k * DPF_LN2_HI) - k * DPF_LN2_LO;
     double p = 1.0 + r * (1.0 + r * (DPF_E2 + r * (DPF_E3 + r * (DPF_E4 + r * (DPF_E5
                + r * (DPF_E6 + r * (DPF_E7 + r * (DPF_E8 + r * (DPF_E9 + r * (DPF_E10
                + r * (DPF_E11 + r * (DPF_E12 + r * DPF_E13))))))))))));
-    double k1 = k < -1000.0 ? -1000.0 : k;     /* 2^k = 2^k1 * 2^(k - k1), both normal */
-    double k2 = k - k1;
-    uint64_t e1 = (uint64_t)(int64_t)dpf_d2i(k1 + 1023.0) << 52;
-    uint64_t e2 = (uint64_t)(int64_t)dpf_d2i(k2 + 1023.0) << 52;
-    double v = p * dpf_u2d(e1) * dpf_u2d(e2);
-    return x < -746.0 ? 0.0 : v;
+    double v = p * dpf_u2d((uint64_t)(int64_t)dpf_d2i(k + 1023.0) << 52);
+    return x < DPF_EXP_FLUSH ? 0.0 : v;
 }
 
 /* exp(x) for x <= 0 as the discrete Gaussian's acceptance probability: 0 below -708 (an
@@ -227,10 +226,26 @@ static double dpf_select_noise_any(uint64_t w, uint64_t n0, int kind)
 
 /* (u - umax) * inv, with finite utilities kept finite (at -DBL_MAX) so that they still beat
  * excluded (-inf) candidates after noise is added. */
+/* x, or 0 if x is subnormal: bit operations only, so a subnormal costs what a normal does. */
+static inline __attribute__((always_inline)) double dpf_flush_subnormal(double x)
+{
+    return (dpf_d2u(x) & UINT64_C(0x7ff0000000000000)) ? x : 0.0;
+}
+
+/* (u - umax) * a for a selection kernel, with subnormal utilities and a subnormal result
+ * flushed to 0.  Subnormal arithmetic is slower on many CPUs (11 ns more per candidate for the
+ * Gumbel kernel here): flushing makes a kernel's time independent of the utilities.  It moves
+ * a utility or a scaled difference by less than 2^-1022, far inside the floating-point
+ * error the privacy analysis already allows (dpfast.mechanisms.selection). */
+static inline __attribute__((always_inline)) double dpf_shift(double u, double umax, double a)
+{
+    return dpf_flush_subnormal((dpf_flush_subnormal(u) - dpf_flush_subnormal(umax)) * a);
+}
+
 static inline __attribute__((always_inline)) double dpf_shifted(double u, double umax,
                                                                 double inv)
 {
-    double d = (u - umax) * inv;
+    double d = dpf_shift(u, umax, inv);
     return (u > -INFINITY && d < -DBL_MAX) ? -DBL_MAX : d;
 }
 
@@ -694,13 +709,18 @@ static inline size_t dpf_find_block_len(size_t n, size_t lo)
     return n - lo < DPF_FIND_BLOCK ? n - lo : DPF_FIND_BLOCK;
 }
 
-/* The running sum of w[0:n] from `acc`, in index order, written over w; returns the end. */
-static double dpf_running_sum(double *w, size_t n, double acc)
+/* The running sum of w[0:n] from `acc`, in index order, written over w; returns the end and
+ * sets *last to first + i for the last i with w[i] > 0 (unchanged if none): a select, not an
+ * early exit, so the time does not depend on where the positive weights are. */
+static double dpf_running_sum(double *w, size_t n, double acc, int64_t first, int64_t *last)
 {
+    int64_t l = *last;
     for (size_t i = 0; i < n; i++) {
+        l = w[i] > 0.0 ? first + (int64_t)i : l;
         acc += w[i];
         w[i] = acc;
     }
+    *last = l;
     return acc;
 }
 
@@ -732,12 +752,7 @@ int64_t dpf_find_exp(const void *u, int utype, int64_t first, int64_t n_, double
     for (size_t b = 0; b < nb; b++) {
         size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
         dpf_block_weights(u, utype, first, lo, len, umax, a, w);
-        for (size_t i = len; i-- > 0;)
-            if (w[i] > 0.0) {
-                last = (int64_t)(lo + i);
-                break;
-            }
-        acc = ends[b] = dpf_running_sum(w, len, acc);
+        acc = ends[b] = dpf_running_sum(w, len, acc, (int64_t)lo, &last);
     }
     if (last < 0)
         return -1;
@@ -748,7 +763,8 @@ int64_t dpf_find_exp(const void *u, int utype, int64_t first, int64_t n_, double
         size_t lo = b * DPF_FIND_BLOCK, len = dpf_find_block_len(n, lo);
         if (b != nb - 1) {
             dpf_block_weights(u, utype, first, lo, len, umax, a, w);
-            dpf_running_sum(w, len, b ? ends[b - 1] : 0.0);
+            int64_t unused = -1;
+            dpf_running_sum(w, len, b ? ends[b - 1] : 0.0, (int64_t)lo, &unused);
         }
         size_t i = 0;
         while (!(w[i] > target))            /* ends at len - 1 at the latest */
