@@ -13,6 +13,7 @@ number of threads.
 """
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,11 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..accounting import resolve_accountant
+from ..accounting import Accountant, resolve_accountant
 from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
 from . import postprocess as _post
+from .journal import Journal, backing_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -507,21 +509,81 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
                          "arrays.")
     _check_counts_fit(src, dst, is_int, scale, func)
 
-    bar = _progress_bar(dst.size, progress)          # a missing tqdm fails before the charge
-    release(func, accountant, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
-            scale, postprocess == "clip", bar)
+    clip = postprocess == "clip"
+    journal = Journal.for_release(dst, {"func": func, "source": _source(src, dst),
+                                        "epsilon": eps, "sensitivity": d, "clip": clip,
+                                        "block": BLOCK})
+    if journal is None:
+        bar = _progress_bar(dst.size, progress)      # a missing tqdm fails before the charge
+        release(func, accountant, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
+                scale, clip, bar, None)
+    else:
+        try:
+            _release_into_file(func, journal, accountant, eps, rng, threads, src, dst, scale,
+                               clip, progress)
+        finally:
+            journal.close()
     if out is None and postprocess not in (None, "clip"):
         return _post.apply(dst, postprocess)
     return dst
 
 
-def _noise_blocks(gen: "ChaCha20", threads: int, src: "NDArray[Any]", dst: "NDArray[Any]",
-                  scale: float, clip: bool, bar: Any) -> None:
+def _source(src: "NDArray[Any]", dst: "NDArray[Any]") -> object:
+    """What a journal records of the counts: "in place", their file, or "memory"."""
+    if src is dst or _same_buffer(src, dst):
+        return "in place"
+    where = backing_file(src)
+    return list(where) if where is not None else "memory"
+
+
+def _ledger_path(acct: "AccountantLike") -> str | None:
+    root = acct if isinstance(acct, Accountant) else acct._acct
+    return os.path.realpath(root.ledger_path) if root.ledger_path is not None else None
+
+
+def _release_into_file(func: str, journal: Journal, accountant: "AccountantLike | None",
+                       eps: float, rng: "RngLike", threads: int | None, src: "NDArray[Any]",
+                       dst: "NDArray[Any]", scale: float, clip: bool,
+                       progress: bool | None) -> None:
+    """A release into a file, with its journal (see dpfast.releases.journal): a new one, or
+    the completion of an interrupted one under its journal's key, drawing no new noise. A
+    completion is charged to the accountant unless the interrupted release's charge is in
+    its ledger (that charge stands: the cells get the noise it paid for)."""
+    if journal.resuming and journal.mismatch():
+        raise journal.resume_error(func)
+    if journal.params["source"] == "in place" and journal.still_released(dst.reshape(-1),
+                                                                         BLOCK):
+        raise journal.released_error(func)
+    bar = _progress_bar(dst.size, progress)          # a missing tqdm fails before the charge
+    acct = resolve_accountant(accountant, func)
+    ledger = _ledger_path(acct)
+    if not journal.resuming:
+        journal.ledger = ledger
+        release(func, acct, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
+                scale, clip, bar, journal)
+        return
+    nthreads = resolve_threads(threads, func, dst.size)
+    if ledger is None or ledger != journal.state.get("ledger"):
+        acct.spend(eps, 0.0, label=f"{func} (completing an interrupted release)")
+    _noise_blocks(None, nthreads, src, dst, scale, clip, bar, journal)
+
+
+def _noise_blocks(gen: "ChaCha20 | None", threads: int, src: "NDArray[Any]",
+                  dst: "NDArray[Any]", scale: float, clip: bool, bar: Any,
+                  journal: Journal | None) -> None:
     """dst = src + noise (of scale), BLOCK cells at a time under one key, so that memory stays
-    bounded and the release equals a one-shot one; clipped at 0 if asked."""
-    # One key for all blocks; a table of one block lets its kernel call draw the key, as any
-    # one-shot call does (the same key).
-    key = gen if dst.size <= BLOCK else _native.Key(gen)
+    bounded and the release equals a one-shot one; clipped at 0 if asked. With a journal
+    (``dst`` in a file), each block is recorded as it is done, and an interrupted release
+    resumes under the journal's key (``gen`` is then None)."""
+    # One key for all blocks, the one a one-shot kernel call would draw.
+    key: Any
+    if journal is None:
+        key = gen if dst.size <= BLOCK else _native.Key(gen)
+    elif journal.key is not None:                       # resuming
+        key = _native.Key.from_bytes(journal.key)
+    else:
+        key = _native.Key(gen)
+        journal.begin(bytes(key))
     is_int = dst.dtype.kind == "i"
     fill: Any                   # one of two kernels, called with its own params
     fill, params = ((_native.fill_discrete_laplace, (scale,)) if is_int
@@ -534,9 +596,21 @@ def _noise_blocks(gen: "ChaCha20", threads: int, src: "NDArray[Any]", dst: "NDAr
     direct = (flat_in is not None and flat_in.dtype == flat_out.dtype
               and flat_out.dtype.isnative)
     work = np.int64 if is_int else np.float64
+    in_place = flat_in is not None and _same_buffer(flat_in, flat_out)
     try:
         for start in range(0, flat_out.size, BLOCK):
             stop = min(start + BLOCK, flat_out.size)
+            b = start // BLOCK
+            if journal is not None:
+                if b in journal.done:
+                    if bar is not None:
+                        bar.update(stop - start)
+                    continue
+                if in_place:
+                    if journal.pending is not None and journal.pending[0] == b:
+                        journal.restore(b, flat_out[start:stop])
+                    else:
+                        journal.save(b, flat_out[start:stop])
             if direct:
                 base, dest = flat_in[start:stop], flat_out[start:stop]  # type: ignore[index]
             else:
@@ -547,8 +621,12 @@ def _noise_blocks(gen: "ChaCha20", threads: int, src: "NDArray[Any]", dst: "NDAr
                 np.maximum(dest, 0, out=dest)
             if not direct:
                 flat_out[start:stop] = dest
+            if journal is not None:
+                journal.mark_done(b, flat_out[start:stop])
             if bar is not None:
                 bar.update(stop - start)
+        if journal is not None:
+            journal.finish()
     finally:
         if bar is not None:
             bar.close()
