@@ -3,12 +3,15 @@ and the pandas form of the embedded data."""
 import csv
 import io
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
+import dpfast as dp
 from dpfast import cli
 from dpfast.datasets import load_adult
 
@@ -154,10 +157,12 @@ def test_categories_with_other(people, capsys):
     assert rows(out)[1:] == [["Married", "4"], ["Divorced", "1"], ["(other)", "3"]]
 
 
-def test_unknown_category_is_an_error_naming_the_line(people, capsys):
-    fails(["histogram", people, "--column", "status", "--categories", "Married,Divorced",
-           *EXACT], capsys, r"line 3: value 'Never-married' of column 'status' is not in "
-                            r"--categories", "--other")
+def test_unknown_category_is_an_error_naming_the_line_not_the_value(people, capsys):
+    err = fails(["histogram", people, "--column", "status", "--categories",
+                 "Married,Divorced", *EXACT], capsys,
+                r"line 3: the value of column 'status' is not in --categories", "--other",
+                "not shown")
+    assert "Never-married" not in err
 
 
 def test_missing_numeric_value_is_an_error_naming_the_line(people, capsys):
@@ -211,8 +216,8 @@ def test_float_values(tmp_path, capsys):
     (["--column", "status", "--categories", "A,B,A"], r"names 'A' more than once"),
     (["--column", "status", "--categories", "A,(other)", "--other"], r"'\(other\)'"),
     (["--column", "nope", "--bins", "0,50"], r"--column 'nope' is not a column of .*'age'"),
-    (["--column", "name", "--bins", "0,50"], r"line 2: 'ann' in column 'name' is not a "
-                                             r"number"),
+    (["--column", "name", "--bins", "0,50"], r"line 2: the value in column 'name' is not "
+                                             r"a number"),
     (["--column", "age", "--bins", "0,50", "--epsilon", "1e-13"], r"--epsilon must be in"),
     (["--column", "age", "--bins", "0,50", "--out", "/no/such/dir/x.csv"],
      r"--out '/no/such/dir/x.csv': the directory '/no/such/dir' does not exist"),
@@ -381,3 +386,112 @@ def test_demo_plot_needs_a_png_name_in_a_directory(tmp_path, capsys):
 @pytest.mark.parametrize("eps", ["1e-13", "1e308"])
 def test_demo_epsilon_out_of_range(eps, capsys):
     fails(["demo", "--epsilon", eps], capsys, rf"--epsilon must be in .* Got {eps[:2]}")
+
+
+# -- record values stay out of messages ---------------------------------------------------
+def test_no_error_message_shows_a_record(tmp_path, capsys):
+    path = tmp_path / "secrets.csv"
+    path.write_text("income,city\n41000,Springfield\nSECRET-41,Shelbyville\n5,inf\n")
+    for argv in (["--column", "income", "--bins", "0,1e6"],
+                 ["--column", "city", "--categories", "Springfield"],
+                 ["--column", "city", "--bins", "0,1"]):
+        err = fails(["histogram", path, *argv, *EXACT], capsys, r"line \d")
+        for secret in ("SECRET-41", "Shelbyville", "Springfield'"):
+            assert secret not in err, err
+
+
+# -- output files ----------------------------------------------------------------------------
+def test_out_refuses_to_replace_a_file_without_force(people, tmp_path, capsys):
+    out = tmp_path / "ages.csv"
+    out.write_text("keep me\n")
+    args = ["histogram", people, "--column", "age", "--bins", "0,50,100", "--drop-missing", *EXACT,
+            "--out", out]
+    fails(args, capsys, r"--out '.*ages\.csv' exists: pass --force")
+    assert out.read_text() == "keep me\n"
+    code, _, _ = run(args + ["--force"], capsys)
+    assert code == 0 and rows(out.read_text())[0] == ["bin_low", "bin_high", "noisy_count"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ages.csv", "people.csv"]
+
+
+def test_out_never_replaces_the_input(people, capsys):
+    before = people.read_text()
+    for extra in ([], ["--force"]):
+        fails(["histogram", people, "--column", "age", "--bins", "0,50,100", "--drop-missing", *EXACT,
+               "--out", people, *extra], capsys, "is the input file")
+    assert people.read_text() == before
+
+
+def test_a_failed_release_leaves_the_old_file_and_no_temporary(people, tmp_path, capsys):
+    out = tmp_path / "ages.csv"
+    out.write_text("old release\n")
+    ledger = tmp_path / "b.ledger"
+    fails(["histogram", people, "--column", "age", "--bins", "0,50,100", "--drop-missing", "--epsilon", "2",
+           "--ledger", ledger, "--budget", "1", "--out", out, "--force"], capsys,
+          "budget")
+    assert out.read_text() == "old release\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ages.csv", "b.ledger",
+                                                           "people.csv"]
+
+
+# -- durable budgets -------------------------------------------------------------------------
+def test_ledger_budget_is_shared_across_runs(people, tmp_path, capsys):
+    ledger = tmp_path / "budget.ledger"
+    args = ["histogram", people, "--column", "age", "--bins", "0,50,100", "--drop-missing", "--epsilon",
+            "0.6", "--ledger", ledger]
+    fails(args, capsys, r"does not exist: pass --budget")
+    code, out, err = run(args + ["--budget", "1"], capsys)
+    assert code == 0 and "epsilon = 0.6 spent of 1, 0.4 left" in err
+    fails(args, capsys, r"budget")                      # a second run would need 1.2
+    assert dp.Accountant.from_ledger(str(ledger)).spent == (0.6, 0.0)
+    fails(args + ["--budget", "2"], capsys, r"holds a budget of epsilon = 1, not --budget 2")
+    fails(["histogram", people, "--column", "age", "--bins", "0,50", "--epsilon", "1",
+           "--budget", "1"], capsys, r"--budget sets the budget of a new --ledger")
+
+
+def test_demo_charges_its_ledger(tmp_path, capsys):
+    ledger = tmp_path / "demo.ledger"
+    code, out, _ = run(["demo", "--ledger", ledger, "--seed", "1"], capsys)
+    assert code == 0 and f"ledger {ledger}: epsilon = 3 spent of 3, 0 left" in out
+    fails(["demo", "--ledger", ledger], capsys, r"cannot cover the demo's 3 releases")
+    assert len(dp.Accountant.from_ledger(str(ledger))) == 3
+
+
+# -- text encodings, Ctrl-C, tiny epsilon ----------------------------------------------------
+def test_a_file_in_another_encoding_names_the_line_and_offers_encoding(tmp_path, capsys):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("city\nLyon\nSão Paulo\nLyon\n".encode("latin-1"))
+    err = fails(["histogram", path, "--column", "city", "--categories", "Lyon,São Paulo",
+                 *EXACT], capsys, r"latin\.csv, line 3: byte 0xe3 is not valid utf-8 text",
+                "--encoding")
+    assert "Traceback" not in err
+    code, out, _ = run(["histogram", path, "--column", "city", "--categories",
+                        "Lyon,São Paulo", "--encoding", "latin-1", *EXACT], capsys)
+    assert code == 0 and rows(out)[1:] == [["Lyon", "2"], ["São Paulo", "1"]]
+    fails(["histogram", path, "--column", "city", "--categories", "Lyon", "--encoding",
+           "klingon", *EXACT], capsys, r"unknown text encoding 'klingon'")
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.Popen([sys.executable, "-m", "dpfast", "bench", "--size", "10000000",
+                             "--repeat", "50", "--no-libraries", "--json", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert stderr == "dpfast: interrupted\n"
+    assert list(tmp_path.iterdir()) == []               # no partial or temporary file
+
+
+def test_demo_columns_stay_apart_at_a_tiny_epsilon(capsys):
+    code, out, _ = run(["demo", "--epsilon", "1e-9", "--seed", "2"], capsys)
+    assert code == 0
+    table_rows = [line for line in out.splitlines()
+                  if line.startswith("   ") and re.search(r"\d\s*$", line)
+                  and "DEMO ONLY" not in line and "+/-" not in line]
+    assert len(table_rows) == 1 + 8 + 7
+    for line in table_rows:
+        fields = re.split(r"\s{2,}", line.strip())
+        assert len(fields) == 4, line
+        assert abs(int(fields[2].replace(",", ""))) > 10**6     # noise of scale 1e9

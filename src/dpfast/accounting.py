@@ -31,7 +31,6 @@ charges are durable before any noise is drawn, and every process that opens the 
 the budget.
 """
 import contextvars
-import json
 import math
 import numbers
 import os
@@ -253,13 +252,22 @@ class LedgerEntry(_LedgerFields):
         return (LedgerEntry, (*self, self.block, self.charged))
 
 
+_TEXTS: "dict[_Amount, str]" = {}
+
+
 def _amount_text(a: "_Amount") -> str:
-    """An exact amount as a short exact decimal (``1e-1``), or ``inf``."""
-    if a == math.inf:
-        return "inf"
-    digits = str(a)
-    mantissa = digits.rstrip("0") or "0"
-    return f"{mantissa}e{len(digits) - len(mantissa) - _K}"
+    """An exact amount as a short exact decimal (``1e-1``), or ``inf`` (remembered: a
+    pipeline charges the same few amounts again and again)."""
+    text = _TEXTS.get(a)
+    if text is None:
+        if a == math.inf:
+            return "inf"
+        digits = str(a)
+        mantissa = digits.rstrip("0") or "0"
+        text = f"{mantissa}e{len(digits) - len(mantissa) - _K}"
+        if len(_TEXTS) < _CACHE_MAX:
+            _TEXTS[a] = text
+    return text
 
 
 def _amount_parse(text: str) -> "_Amount":
@@ -1035,11 +1043,7 @@ class _Synced:
 def _charge_payload(record: "tuple[object, ...]") -> str:
     """The ledger record of one charge."""
     epsilon, delta, label, path, charge, unit = record
-    try:
-        json.dumps(label)
-        shown = label
-    except (TypeError, ValueError):
-        shown = repr(label)
+    shown = label if label is None or type(label) is str else repr(label)
     details = {"epsilon": float(epsilon), "delta": float(delta),  # type: ignore[arg-type]
                "label": shown, "path": list(path), "unit": unit,  # type: ignore[call-overload]
                "pid": os.getpid(), "time": time.time()}

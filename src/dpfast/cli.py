@@ -6,12 +6,16 @@
   dpfast bench      throughput of every mechanism family next to numpy's nearest equivalent
 """
 import argparse
+import codecs
 import csv
+import io
 import json
 import importlib
 import math
 import numbers
+import os
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TextIO
@@ -88,14 +92,19 @@ def _check_epsilon(eps: float) -> None:
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
     eps = args.epsilon
     _check_epsilon(eps)
+    plot = None
     if args.plot is not None:
-        _check_png(args.plot)
         # Before anything is spent or printed: a missing matplotlib ends the demo cleanly.
         _optional("matplotlib", "matplotlib", "--plot")
+        plot = _check_png(args, args.plot)
+    needed = _budget_for([eps] * DEMO_RELEASES)
+    acct = _accountant(args, default_budget=needed)
+    if not acct.check(needed):
+        raise CLIError(f"The budget left ({_remaining_text(acct)}) cannot cover the demo's "
+                       f"{DEMO_RELEASES} releases at epsilon = {eps:g}: nothing was released.")
     train, test = load_adult("train"), load_adult("test")
     ages = train["age"]
     marital = np.concatenate([train["marital-status"], test["marital-status"]])
-    acct = Accountant(epsilon=_budget_for([eps] * DEMO_RELEASES))
     rng = None if args.seed is None else _native.ChaCha20(args.seed)
 
     # Every release is made before anything is printed, so that an error from the library
@@ -118,10 +127,15 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
 
     def table(heading: str, labels: Iterable[str], true: Iterable[Any],
               noisy: Iterable[Any]) -> None:
+        rows = [(label, f"{int(t):,}", f"{int(n):,}", f"{int(n) - int(t):+,}")
+                for label, t, n in zip(labels, true, noisy)]
+        titles = (heading, "true", "noisy", "noisy - true")
+        # Columns at least this wide, and two spaces wider than their widest entry (noise
+        # of scale 1e9 at a tiny --epsilon makes long numbers).
+        widths = [max(w, *(len(r[i]) + 2 for r in rows)) for i, w in enumerate((24, 10, 10, 15))]
         p(f"   {DEMO_LABEL}")
-        p(f"   {heading:<24}{'true':>10}{'noisy':>10}{'noisy - true':>15}")
-        for label, t, n in zip(labels, true, noisy):
-            p(f"   {label:<24}{int(t):>10,}{int(n):>10,}{int(n) - int(t):>+15,}")
+        for r in [titles, *rows]:
+            p("   " + r[0].ljust(widths[0]) + "".join(c.rjust(w) for c, w in zip(r[1:], widths[1:])))
 
     p("dpfast demo: differentially private releases of the bundled UCI Adult census extract")
     p(f"(1994 Current Population Survey, CC BY 4.0): adult.data {len(ages):,} records, "
@@ -151,24 +165,65 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
       f"+/- {max_error_bound(len(DEMO_MARITAL), epsilon=eps):,} of the truth, "
       "simultaneously.")
     p()
-    p(f"Budget spent: epsilon = {acct.spent[0]:g} of {acct.epsilon:g} ({len(acct)} releases, "
-      "sequential composition: the epsilons add up).")
+    if args.ledger is None:
+        p(f"Budget spent: epsilon = {acct.spent[0]:g} of {acct.epsilon:g} ({len(acct)} "
+          "releases, sequential composition: the epsilons add up).")
+    else:
+        p(f"Budget spent: epsilon = {eps * DEMO_RELEASES:g} by this demo ({DEMO_RELEASES} "
+          f"releases); ledger {args.ledger}: {_remaining_text(acct)}.")
     p(f"Certified privacy loss of each release, floating-point error included: "
       f"epsilon' <= {eps:g} + {eta:.1e}.")
     if args.seed is not None:
         p(_seed_note(args.seed))
-    if args.plot is not None:
-        _demo_plot(args.plot, eps, (age_labels, true_ages, noisy_ages),
+    if plot is not None:
+        _demo_plot(plot.tmp, eps, (age_labels, true_ages, noisy_ages),
                    (DEMO_MARITAL, true_marital, noisy_marital))
+        plot.commit()
         p(f"Plot of true vs noisy counts (DEMO ONLY) written to {args.plot}.")
     return 0
 
 
-def _check_png(path: str) -> None:
+def _accountant(args: argparse.Namespace, default_budget: float | None = None) -> Accountant:
+    """The command's accountant: in memory for this run, or the durable budget in --ledger
+    (created with --budget, or the command's default budget, when the file is new)."""
+    if args.ledger is None:
+        if args.budget is not None:
+            raise CLIError("--budget sets the budget of a new --ledger file: give --ledger "
+                           "too.")
+        return Accountant(epsilon=default_budget if default_budget is not None else math.inf)
+    _check_directory(args.ledger, "--ledger")
+    if os.path.exists(args.ledger):
+        acct = Accountant.from_ledger(args.ledger)
+        if args.budget is not None and acct.epsilon != args.budget:
+            raise CLIError(f"--ledger {args.ledger!r} holds a budget of epsilon = "
+                           f"{acct.epsilon:g}, not --budget {args.budget:g} (a ledger's "
+                           "budget is fixed when it is created).")
+        return acct
+    budget = args.budget if args.budget is not None else default_budget
+    if budget is None:
+        raise CLIError(f"--ledger {args.ledger!r} does not exist: pass --budget EPSILON to "
+                       "create it with that total budget.")
+    return Accountant(epsilon=budget, ledger=args.ledger)
+
+
+def _remaining_text(acct: Accountant) -> str:
+    return (f"epsilon = {acct.spent[0]:g} spent of {acct.epsilon:g}, "
+            f"{acct.remaining[0]:g} left")
+
+
+def _output(args: argparse.Namespace, path: str, option: str,
+            inputs: Sequence[str] = ()) -> "OutputFile":
+    """An output file of this command (see OutputFile), discarded if the command fails."""
+    target = OutputFile(path, option, args.force, inputs)
+    args.outputs.append(target)
+    return target
+
+
+def _check_png(args: argparse.Namespace, path: str) -> "OutputFile":
     if Path(path).suffix.lower() != ".png":
         raise CLIError(f"--plot writes a PNG image: give a file name ending in .png. "
                        f"Got {path!r} instead.")
-    _check_directory(path, "--plot")
+    return _output(args, path, "--plot")
 
 
 def _check_directory(path: str, option: str) -> None:
@@ -176,6 +231,45 @@ def _check_directory(path: str, option: str) -> None:
     if not Path(path).resolve().parent.is_dir():
         raise CLIError(f"{option} {str(path)!r}: the directory {str(Path(path).parent)!r} "
                        "does not exist.")
+
+
+class OutputFile:
+    """A file the command writes: checked and opened (as a temporary file beside it) before
+    anything is released, written, then renamed into place in one step (``commit``), so
+    that the path holds the old file or the complete new one, never a part. Refuses an
+    existing file unless ``force``, and the command's own input always."""
+
+    def __init__(self, path: str, option: str, force: bool,
+                 inputs: Sequence[str] = ()) -> None:
+        _check_directory(path, option)
+        target = Path(path)
+        for given in inputs:
+            if target.exists() and Path(given).exists() and target.samefile(given):
+                raise CLIError(f"{option} {path!r} is the input file: write the release to "
+                               "another file (the input holds the true records).")
+        if target.exists() and not force:
+            raise CLIError(f"{option} {path!r} exists: pass --force to replace it.")
+        if target.exists() and not target.is_file():
+            raise CLIError(f"{option} {path!r} is not a regular file.")
+        self.path = path
+        fd, self.tmp = tempfile.mkstemp(dir=target.resolve().parent,
+                                        prefix=f".{target.name}.", suffix=".tmp")
+        os.close(fd)
+
+    def commit(self) -> None:
+        """Make the written temporary file durable and put it in place."""
+        with open(self.tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(self.tmp, self.path)
+        self.tmp = ""
+
+    def discard(self) -> None:
+        if self.tmp:
+            try:
+                os.unlink(self.tmp)
+            except FileNotFoundError:
+                pass
+            self.tmp = ""
 
 
 def _demo_plot(path: str, eps: float, ages: "tuple[Sequence[str], ArrayLike, ArrayLike]",
@@ -210,15 +304,35 @@ def _demo_plot(path: str, eps: float, ages: "tuple[Sequence[str], ArrayLike, Arr
 # -- dpfast histogram -------------------------------------------------------------------
 MISSING = ("", "?")
 OTHER_LABEL = "(other)"
+# Error messages name a record's line, never its value: the records are what the release
+# protects, and messages end up in logs.
+NOT_SHOWN = "(Values are not shown: they are the records being released.)"
 
 
-def _read_column(path: str, column: str) -> tuple[Sequence[object], Callable[[int], str]]:
+def _read_column(path: str, column: str,
+                 encoding: str) -> tuple[Sequence[object], Callable[[int], str]]:
     """(values, where): the column's raw values, and where(i) naming record i's position."""
     if not Path(path).is_file():
         raise CLIError(f"FILE {path!r} is not a file.")
     if Path(path).suffix.lower() == ".parquet":
         return _read_parquet_column(path, column)
-    return _read_csv_column(path, column)
+    return _read_csv_column(path, column, encoding)
+
+
+def _decode(path: str, encoding: str) -> str:
+    """The file's text; an error naming the line of the first byte that is not valid in
+    ``encoding``. UTF-8 files may start with a byte-order mark (spreadsheet exports), which
+    would otherwise become part of the first column's name."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+    try:
+        return raw.decode(codec)
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CLIError(f"{path}, line {line}: byte 0x{raw[exc.start]:02x} is not valid "
+                       f"{encoding} text. Pass --encoding with the file's encoding (e.g. "
+                       "--encoding latin-1 or --encoding cp1252).") from None
 
 
 def _column_index(header: list[str], column: str, path: str) -> int:
@@ -232,11 +346,10 @@ def _column_index(header: list[str], column: str, path: str) -> int:
     return header.index(column)
 
 
-def _read_csv_column(path: str, column: str) -> tuple[list[str], Callable[[int], str]]:
+def _read_csv_column(path: str, column: str,
+                     encoding: str) -> tuple[list[str], Callable[[int], str]]:
     values, lines = [], []
-    # utf-8-sig: spreadsheet exports often start with a byte-order mark that would otherwise
-    # become part of the first column's name.
-    with open(path, newline="", encoding="utf-8-sig") as f:
+    with io.StringIO(_decode(path, encoding), newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:
@@ -290,15 +403,17 @@ def _numeric_values(values: Iterable[object], where: Callable[[int], str], colum
                 try:
                     x = float(v)
                 except ValueError:
-                    raise CLIError(f"{where(i)}: {v!r} in column {column!r} is not a "
+                    raise CLIError(f"{where(i)}: the value in column {column!r} is not a "
                                    "number (--bins counts numbers; use --categories for "
-                                   "text).") from None
+                                   f"text). {NOT_SHOWN}") from None
         elif isinstance(v, numbers.Real) and not isinstance(v, bool):
             x = v
         else:
-            raise CLIError(f"{where(i)}: {v!r} in column {column!r} is not a number.")
+            raise CLIError(f"{where(i)}: the value in column {column!r} is not a number "
+                           f"({type(v).__name__}). {NOT_SHOWN}")
         if isinstance(x, float) and not math.isfinite(x):
-            raise CLIError(f"{where(i)}: {v!r} in column {column!r} is not a finite number.")
+            raise CLIError(f"{where(i)}: the value in column {column!r} is not a finite "
+                           f"number. {NOT_SHOWN}")
         parsed.append(x)
     if all(isinstance(x, numbers.Integral) and -2**63 <= x < 2**63 for x in parsed):
         # Integer records take the exact integer counting path.
@@ -325,9 +440,10 @@ def _category_values(values: Iterable[object], where: Callable[[int], str], colu
         elif other:
             kept.append(None)
         else:
-            raise CLIError(f"{where(i)}: value {text!r} of column {column!r} is not in "
+            raise CLIError(f"{where(i)}: the value of column {column!r} is not in "
                            f"--categories. Add it to the list, or pass --other to count "
-                           f"values outside the list in an extra {OTHER_LABEL!r} row.")
+                           f"values outside the list in an extra {OTHER_LABEL!r} row. "
+                           f"{NOT_SHOWN}")
     return np.array(kept, dtype=object)
 
 
@@ -390,11 +506,10 @@ def _histogram(args: argparse.Namespace, out: TextIO) -> int:
         cells = len(cats) + bool(args.other)
     _check_epsilon(args.epsilon)
     bound = max_error_bound(cells, epsilon=args.epsilon, beta=args.beta)
-    if args.out is not None:
-        _check_directory(args.out, "--out")
-    values, where = _read_column(args.file, args.column)
+    target = None if args.out is None else _output(args, args.out, "--out", [args.file])
+    acct = _accountant(args)
+    values, where = _read_column(args.file, args.column, args.encoding)
 
-    acct = Accountant(epsilon=args.epsilon)
     common = dict(epsilon=args.epsilon, accountant=acct, postprocess=args.postprocess,
                   rng=args.seed)
     data: NDArray[Any]
@@ -412,15 +527,18 @@ def _histogram(args: argparse.Namespace, out: TextIO) -> int:
         labels = cats + [OTHER_LABEL] * bool(args.other)
         rows = [[c, int(n)] for c, n in zip(labels, noisy)]
 
-    if args.out is None:
+    if target is None:
         _write_csv(out, header, rows)
     else:
-        with open(args.out, "w", newline="", encoding="utf-8") as f:
+        with open(target.tmp, "w", newline="", encoding="utf-8") as f:
             _write_csv(f, header, rows)
+        target.commit()
     err = args.err
     where_to = "standard output" if args.out is None else args.out
     print(f"dpfast histogram: {len(rows)} noisy counts of column {args.column!r} of "
-          f"{args.file} written to {where_to}; epsilon = {acct.spent[0]:g} spent.", file=err)
+          f"{args.file} written to {where_to}; epsilon = {args.epsilon:g} spent.", file=err)
+    if args.ledger is not None:
+        print(f"Ledger {args.ledger}: {_remaining_text(acct)}.", file=err)
     after = (f" (the noise's bound; --postprocess {args.postprocess} changes the counts)"
              if args.postprocess else "")
     print(f"Accuracy: with probability {1 - args.beta:.4g}, every noisy count is within "
@@ -454,16 +572,17 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     # Checked before timing anything: a bad option or a missing matplotlib ends the command
     # with one message instead of after a minute of measurement.
     suite._check_families(args.only)
+    plot = json_out = None
     if args.plot is not None:
-        _check_png(args.plot)
         _optional("matplotlib", "matplotlib", "--plot")
+        plot = _check_png(args, args.plot)
     if args.json is not None:
-        _check_directory(args.json, "--json")
+        json_out = _output(args, args.json, "--json")
     size = args.size if args.size is not None else (suite.QUICK_SIZE if args.quick else 10**7)
     repeat = (args.repeat if args.repeat is not None
               else (suite.QUICK_REPEAT if args.quick else 7))
     if args.small_calls:
-        return _bench_small_calls(args, out, repeat)
+        return _bench_small_calls(args, out, repeat, json_out)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
                             include_libraries=not args.no_libraries,
                             scaling_too=args.scaling and not args.quick,
@@ -475,24 +594,28 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
                                                          threads=report.settings["threads"],
                                                          repeat=repeat)
     print(report.to_markdown() if args.markdown else report.to_text(), file=out)
-    if args.json is not None:
-        report.to_json(args.json)
+    if json_out is not None:
+        report.to_json(json_out.tmp)
+        json_out.commit()
         print(f"\nResults written to {args.json}.", file=out)
-    if args.plot is not None:
-        report.plot(args.plot)
+    if plot is not None:
+        report.plot(plot.tmp)
+        plot.commit()
         print(f"Bar chart of ratios written to {args.plot}.", file=out)
     return 0
 
 
-def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int) -> int:
+def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int,
+                       json_out: "OutputFile | None") -> int:
     from .benchmarks import small_calls
 
     calls = 200 if args.quick else 2000
     rows = small_calls.run(repeat, calls, libraries=not args.no_libraries)
     print(small_calls.to_markdown(rows, repeat, calls), file=out)
-    if args.json is not None:
-        with open(args.json, "w") as f:
+    if json_out is not None:
+        with open(json_out.tmp, "w") as f:
             json.dump({"repeat": repeat, "calls": calls, "results": rows}, f, indent=2)
+        json_out.commit()
         print(f"\nResults written to {args.json}.", file=out)
     return 0
 
@@ -539,6 +662,24 @@ Output: CSV with columns bin_low,bin_high,noisy_count or category,noisy_count. A
 counts are never printed."""
 
 
+def _encoding(text: str) -> str:
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown text encoding {text!r}") from None
+    return text
+
+
+def _ledger_options(parser: argparse.ArgumentParser, budget_default: str) -> None:
+    parser.add_argument(
+        "--ledger", metavar="FILE", default=None,
+        help="charge the releases to the durable budget in FILE, shared by every process "
+             "and run that uses it (each charge is written and synced before any noise is "
+             "drawn; a release the budget cannot cover is refused)")
+    parser.add_argument("--budget", type=_positive_float, default=None, metavar="EPSILON",
+                        help=f"total epsilon of a new --ledger FILE {budget_default}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpfast", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -559,6 +700,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=_seed, default=None, help=SEED_HELP)
     demo.add_argument("--plot", metavar="FILE.png", default=None,
                       help="also draw true vs noisy bars of both tables (needs matplotlib)")
+    _ledger_options(demo, "(default budget for a new file: the demo's 3 x epsilon)")
+    demo.add_argument("--force", action="store_true", help="replace an existing --plot file")
     demo.set_defaults(func=_demo)
 
     hist = sub.add_parser(
@@ -593,6 +736,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "keeping the noisy total (free under DP)")
     hist.add_argument("--drop-missing", action="store_true",
                       help='drop records whose value is empty or "?" before counting')
+    hist.add_argument("--encoding", type=_encoding, default="utf-8",
+                      help="text encoding of a CSV FILE (default utf-8; a byte-order mark "
+                           "is skipped)")
+    _ledger_options(hist, "(required to create a new file)")
+    hist.add_argument("--force", action="store_true", help="replace an existing --out file "
+                      "(never the input FILE)")
     hist.set_defaults(func=_histogram)
 
     info = sub.add_parser("info", help="show the compiled kernels in use and thread count")
@@ -631,6 +780,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "10^3 cells or candidates) beside other DP libraries")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
+    bench.add_argument("--force", action="store_true",
+                       help="replace existing --json or --plot files")
     bench.set_defaults(func=_bench)
     return parser
 
@@ -640,12 +791,21 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     parser = build_parser()
     args = parser.parse_args(argv)
     args.err = err or sys.stderr
+    args.outputs = []
     try:
         return int(args.func(args, out or sys.stdout))
     # Bad parameters or input (ValueError/TypeError from the library name the parameter;
     # OSError names the file): a message, not a traceback.
     except (TypeError, ValueError, OSError, csv.Error, MemoryError) as exc:
         parser.exit(2, f"dpfast: error: {exc}\n")
+    except KeyboardInterrupt:
+        # Ctrl-C: one line and the shell's code for SIGINT. Files not yet complete are
+        # removed below; a charge already made stays spent.
+        print("dpfast: interrupted", file=args.err)
+        return 130
+    finally:
+        for target in args.outputs:
+            target.discard()
 
 
 if __name__ == "__main__":

@@ -151,9 +151,12 @@ class LedgerFile:
         self.offset = size + len(data)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def charge_payload(charge: tuple[str, str], details: dict[str, Any]) -> str:
     """A charge record: its two exact amounts first, so that they survive a cut."""
-    return f"{CHARGE} {charge[0]} {charge[1]} " + json.dumps(details, separators=(",", ":"))
+    return f"{CHARGE} {charge[0]} {charge[1]} " + _ENCODER.encode(details)
 
 
 def parse_charge(payload: str) -> tuple[str, str, dict[str, Any]] | None:
