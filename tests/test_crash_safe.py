@@ -228,3 +228,14 @@ def test_two_processes_cannot_release_one_file_at_once(tmp_path):
     finally:
         assert proc.wait() == 0
     np.testing.assert_array_equal(np.load(path, mmap_mode="r"), expected(3 * BLOCK))
+
+
+def test_a_copy_on_write_map_keeps_no_journal(tmp_path):
+    # mode "c" changes memory only: the file is untouched, so there is nothing to resume.
+    path = str(tmp_path / "cells.npy")
+    make_table(path, 1000)
+    table = np.load(path, mmap_mode="c")
+    dp.noisy_counts(table, epsilon=1.0, out=table, rng=SEED, accountant=dp.Accountant())
+    np.testing.assert_array_equal(table, expected(1000))
+    assert not journal_files(path)
+    np.testing.assert_array_equal(np.load(path), np.arange(1000) % 1000)

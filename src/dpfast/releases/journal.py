@@ -75,11 +75,12 @@ def _sync_directory(path: str) -> None:
 
 def backing_file(arr: NDArray[Any]) -> tuple[str, int] | None:
     """(path, byte offset in that file) of the cells of ``arr`` if it is a view of a
-    ``numpy.memmap`` opened on a file, else None."""
+    ``numpy.memmap`` that writes to a file, else None (a copy-on-write map, mode "c",
+    changes memory only)."""
     base: Any = arr
     while base is not None and not (isinstance(base, np.memmap) and base.filename):
         base = base.base
-    if base is None:
+    if base is None or base.mode == "c":
         return None
     mm = getattr(base, "_mmap", None)          # the mapping numpy made: starts at a page
     if mm is None:
