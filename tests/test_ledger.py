@@ -196,7 +196,11 @@ def test_a_process_killed_while_spending_leaves_a_consistent_ledger(path):
             [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
              "import processes; processes.spend_forever(sys.argv[2])",
              os.path.dirname(__file__), path])
-        time.sleep(0.4)
+        # Killed mid-stream once it has spent a few times (not after a fixed delay: on a
+        # busy machine the process may not have started spending yet).
+        start, deadline = os.path.getsize(path), time.time() + 60
+        while os.path.getsize(path) < start + 5 * 100 and time.time() < deadline:
+            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     acct = dp.Accountant.from_ledger(path)
