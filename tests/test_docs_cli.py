@@ -177,3 +177,15 @@ def test_readme_performance_table_shows_every_mechanism():
     names = {c.name for c in bench.cases(1000, [1], None) if c.impl == "dpfast"}
     missing = [n for n in names if f"| {n} |" not in table]
     assert not missing, missing
+
+
+def test_readme_linear_queries_example_runs():
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
+                 if "dp.tree_mechanism(" in b)
+    namespace = {"np": np, "dp": dp}
+    exec(compile(block, "README.md", "exec"), namespace)
+    rel, geo = namespace["rel"], namespace["geo"]
+    assert rel.estimate.shape == (100,)
+    assert geo.counts[0][0] == geo.counts[1].sum() == geo.counts[2].sum()
+    assert namespace["w"].sensitivity == 50 * 51

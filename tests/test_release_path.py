@@ -111,6 +111,23 @@ MECHANISMS = {
             ({"k": 0}, VE), ({"k": 5}, VE), ({"k": 2.0}, TE), ({"k": True}, TE),
             ({"epsilon": 2.0**-1000}, VE),
             ({"scores": [1.0, -INF, -INF]}, VE)]),
+    "tree_mechanism": (
+        {"counts": np.array([3, 0, 7, 1, 2, 5, 9, 4, 0, 1, 1, 8, 2, 0, 6]), "epsilon": 1.0},
+        COMMON_BAD + [
+            ({"counts": [1.0, NAN]}, VE), ({"counts": []}, VE), ({"counts": ["a"]}, TE),
+            ({"counts": np.zeros((2, 2, 2), int)}, VE), ({"branching": 1}, VE),
+            ({"branching": 2.5}, VE), ({"branching": (2, 2)}, VE),
+            ({"counts": [2.0**60, 2.0**60]}, VE)]),
+    "census_hierarchy": (
+        {"data": np.array([5, 0, 3, 9, 1]), "epsilon": 1.0,
+         "hierarchy": [np.zeros(2, int), np.array([0, 0, 1, 1, 1])]},
+        COMMON_BAD + [
+            ({"data": [5, -1, 3, 9, 1]}, VE), ({"data": [5.0, 0.0, 3.0, 9.0, 1.0]}, VE),
+            ({"data": [5, 0, 3]}, VE), ({"hierarchy": "states"}, TE),
+            ({"hierarchy": [np.zeros(2, int), np.array([0, 0, 1, 1, 3])]}, VE),
+            ({"hierarchy": [np.zeros(2, int) + 1, np.array([0, 0, 1, 1, 1])]}, VE),
+            ({"split": [0.5, 0.5]}, VE), ({"split": [0.5, 0.5, 0.5]}, VE),
+            ({"split": [1.0, 0.0, 0.0]}, VE)]),
 }
 POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],
               "histogram": ["data", "bins"], "histogramdd": ["sample", "bins"],
@@ -118,7 +135,8 @@ POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],
               "randomized_response": ["bits"],
               "randomized_response_categorical": ["values", "categories"],
               "report_noisy_max": ["scores"], "exponential_mechanism": ["utilities"],
-              "permute_and_flip": ["utilities"], "top_k": ["scores", "k"]}
+              "permute_and_flip": ["utilities"], "top_k": ["scores", "k"],
+              "tree_mechanism": ["counts"], "census_hierarchy": ["data", "hierarchy"]}
 
 
 def call(name, kwargs, accountant, rng):
@@ -195,7 +213,8 @@ DATA = {"laplace_mechanism": "value", "gaussian_mechanism": "value", "histogram"
         "histogramdd": "sample", "count_categories": "values", "noisy_counts": "counts",
         "randomized_response": "bits", "randomized_response_categorical": "values",
         "report_noisy_max": "scores", "exponential_mechanism": "utilities",
-        "permute_and_flip": "utilities", "top_k": "scores"}
+        "permute_and_flip": "utilities", "top_k": "scores", "tree_mechanism": "counts",
+        "census_hierarchy": "data"}
 SECRET = 987654321          # a record value that no error message may echo
 
 
@@ -237,9 +256,15 @@ def test_non_native_byte_order_gives_the_native_release(name):
 
 
 def same(a, b):
-    """Equal results: arrays element by element, tuples and lists item by item."""
+    """Equal results: arrays element by element, tuples and lists item by item, release
+    objects by what they release."""
     if isinstance(a, (tuple, list)):
         return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    for released in ("estimate", "counts", "synthetic", "database", "tables"):
+        if hasattr(a, released):
+            return type(a) is type(b) and same(getattr(a, released), getattr(b, released))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     return np.array_equal(np.asarray(a), np.asarray(b))
 
 

@@ -6,6 +6,7 @@ bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
 from ._native import ChaCha20
 from .accounting import Accountant, BudgetExceededError, default_accountant
+from .linear import census_hierarchy, tree_mechanism, workloads
 from .mechanisms import (
     exponential_mechanism,
     exponential_mechanism_utility_gap,
@@ -44,6 +45,7 @@ __all__ = [
     "Accountant",
     "BudgetExceededError",
     "ChaCha20",
+    "census_hierarchy",
     "count_categories",
     "default_accountant",
     "default_rng",
@@ -75,5 +77,7 @@ __all__ = [
     "rr_proportion_variance",
     "rr_response_probabilities",
     "top_k",
+    "tree_mechanism",
     "uniform",
+    "workloads",
 ]

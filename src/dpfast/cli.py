@@ -583,6 +583,8 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
               else (suite.QUICK_REPEAT if args.quick else 7))
     if args.small_calls:
         return _bench_small_calls(args, out, repeat, json_out)
+    if args.linear:
+        return _bench_linear(args, out, json_out)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
                             include_libraries=not args.no_libraries,
                             scaling_too=args.scaling and not args.quick,
@@ -615,6 +617,19 @@ def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int,
     if json_out is not None:
         with open(json_out.tmp, "w") as f:
             json.dump({"repeat": repeat, "calls": calls, "results": rows}, f, indent=2)
+        json_out.commit()
+        print(f"\nResults written to {args.json}.", file=out)
+    return 0
+
+
+def _bench_linear(args: argparse.Namespace, out: TextIO, json_out: "OutputFile | None") -> int:
+    from .benchmarks import linear
+
+    report = linear.run(quick=args.quick, libraries=not args.no_libraries)
+    print(linear.to_markdown(report), file=out)
+    if json_out is not None:
+        with open(json_out.tmp, "w") as f:
+            json.dump(report, f, indent=2, default=str)
         json_out.commit()
         print(f"\nResults written to {args.json}.", file=out)
     return 0
@@ -778,6 +793,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--small-calls", action="store_true",
                        help="instead, microseconds per small call (a scalar release, a spend, "
                             "10^3 cells or candidates) beside other DP libraries")
+    bench.add_argument("--linear", action="store_true",
+                       help="instead, error and time of linear-query releases (all ranges: "
+                            "tree vs independent Laplace vs OpenDP; a census hierarchy; "
+                            "marginals of the Adult data) at the same epsilon")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
     bench.add_argument("--force", action="store_true",

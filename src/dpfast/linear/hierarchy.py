@@ -1,0 +1,351 @@
+"""Census hierarchies: counts for every level of a geography that add up.
+
+A hierarchy is public: a tree of units (nation, then e.g. states, counties, tracts), given by
+the parent of every unit of each level. Each record lies in one leaf unit and so in one unit
+of every level: the vector of all units' counts has l1 sensitivity equal to the number of
+levels, and level ``l`` gets discrete Laplace noise of scale ``1 / (split[l] * epsilon)``
+(``split`` sums to 1; by default equal shares). Then, as post-processing (free):
+
+1. Weighted least squares consistent with the tree (every parent the sum of its children),
+   in two linear passes over the levels: bottom-up, each unit's best estimate from its own
+   subtree (inverse-variance weighting of its measurement and its children's sum);
+   top-down, each parent's final estimate shared out among its children in proportion to
+   their variances. Unbiased, with the exact variances of ``variances``.
+2. Non-negative integers that keep every sum exactly, top-down: the nation's estimate
+   rounded (at least 0); then under each parent with integer count ``P``, its children's
+   estimates clipped at 0 and scaled to sum to ``P`` (evenly split if all are 0), rounded
+   by largest remainders. Each step is vectorised over all units of a level.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..samplers import MAX_DISCRETE_SCALE
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..accounting import AccountantLike
+    from ..rng import RngLike
+
+__all__ = ["census_hierarchy", "HierarchyRelease"]
+
+
+class HierarchyRelease:
+    """The result of :func:`census_hierarchy`, levels ordered from the top (the nation, one
+    unit) to the leaves.
+
+    Attributes
+    ----------
+    counts : list of int64 arrays
+        Non-negative integer counts per unit of each level; every parent equals the sum of
+        its children, exactly.
+    estimates : list of float64 arrays
+        The least-squares consistent estimates (unbiased, possibly negative or fractional).
+    variances : list of float64 arrays
+        The exact variance of each unit's least-squares estimate.
+    parents : list of int64 arrays
+        ``parents[l][i]``: the unit of level ``l`` above unit ``i`` of level ``l + 1``.
+    labels : list or None
+        Per level, the unit labels (pandas Index) when the hierarchy came from a frame.
+    """
+
+    def __init__(self, counts: list[NDArray[np.int64]], estimates: list[NDArray[np.float64]],
+                 variances: list[NDArray[np.float64]], parents: list[NDArray[np.int64]],
+                 epsilon: float, split: tuple[float, ...], labels: list[Any] | None = None):
+        self.counts = counts
+        self.estimates = estimates
+        self.variances = variances
+        self.parents = parents
+        self.epsilon = epsilon
+        self.split = split
+        self.labels = labels
+
+    def error_bound(self, level: int, beta: float = 0.05) -> NDArray[np.float64]:
+        """Per unit of ``level``, a bound on the least-squares estimate's error exceeded with
+        probability at most ``beta`` (Chebyshev: ``sqrt(variance / beta)``)."""
+        b = _v.check_real(beta, "beta", "HierarchyRelease.error_bound", high=1.0)
+        return np.sqrt(self.variances[level] / b)
+
+    def to_pandas(self) -> list[Any]:
+        """The integer counts of each level as labelled pandas Series (needs pandas)."""
+        import pandas as pd
+        labels = self.labels or [pd.RangeIndex(len(c)) for c in self.counts]
+        return [pd.Series(c, index=ix, name="count") for c, ix in zip(self.counts, labels)]
+
+    def __repr__(self) -> str:
+        sizes = [len(c) for c in self.counts]
+        return f"HierarchyRelease(units per level={sizes}, epsilon={self.epsilon!r})"
+
+
+def _is_frame(value: object) -> bool:
+    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+
+
+def _from_frames(records: Any, geography: Any, func: str,
+                 ) -> tuple[NDArray[np.int64], list[NDArray[np.int64]], list[Any]]:
+    """Leaf counts, parent arrays and unit labels from a frame of records and the frame of
+    the public geography (one row per leaf, one column per level, top first)."""
+    import pandas as pd
+    if not (_is_frame(records) and _is_frame(geography)):
+        raise TypeError(f"The 'data' and 'hierarchy' parameters of {func} must both be "
+                        f"frames, or leaf counts and parent arrays. Got "
+                        f"{type(records).__name__} and {type(geography).__name__} instead.")
+    cols = list(geography.columns)
+    if not cols or geography.empty:
+        raise ValueError(f"The 'hierarchy' parameter of {func} must have at least one level "
+                         "column and one leaf unit.")
+    missing = [c for c in cols if c not in records.columns]
+    if missing:
+        raise ValueError(f"The 'data' parameter of {func} must have a column for every level "
+                         f"of the hierarchy. Missing: {missing!r}.")
+    leaves = pd.MultiIndex.from_frame(geography[cols])
+    if leaves.has_duplicates:
+        raise ValueError(f"The 'hierarchy' parameter of {func} must list each leaf unit once. "
+                         f"{int(leaves.duplicated().sum())} rows repeat an earlier one.")
+    codes = leaves.get_indexer(pd.MultiIndex.from_frame(records[cols]))
+    outside = int((codes < 0).sum())
+    if outside:
+        raise ValueError(f"The 'data' parameter of {func} must have every record in a leaf "
+                         f"unit of the hierarchy. {outside} records are in none (their values "
+                         "are not shown).")
+    counts = np.bincount(codes, minlength=len(leaves)).astype(np.int64)
+    labels: list[Any] = [pd.Index(["total"])]
+    parents: list[NDArray[np.int64]] = []
+    for depth in range(1, len(cols) + 1):
+        units = leaves.droplevel(list(range(depth, len(cols)))) if depth < len(cols) \
+            else leaves
+        uniq = units.unique()
+        parent_of_unit = (np.zeros(len(uniq), dtype=np.int64) if depth == 1 else
+                          labels[-1].get_indexer(uniq.droplevel(depth - 1)))
+        parents.append(parent_of_unit.astype(np.int64))
+        labels.append(uniq)
+    return counts, parents, labels          # the leaves are unique: labels[-1] is `leaves`
+
+
+def _check_parents(parents: Any, n_leaves: int, func: str) -> list[NDArray[np.int64]]:
+    """The parent arrays, top level first; each level's units all have a parent and every
+    unit above the leaves has at least one child."""
+    if not isinstance(parents, (list, tuple)):
+        raise TypeError(f"The 'hierarchy' parameter of {func} must be a list of integer "
+                        f"arrays (one per level under the top) or a frame. Got "
+                        f"{_v.describe(parents)} instead.")
+    out: list[NDArray[np.int64]] = []
+    below = n_leaves
+    for depth in range(len(parents) - 1, -1, -1):          # from the leaves up
+        p = _v.as_array(parents[depth], "hierarchy", func)
+        if p.dtype.kind not in "iu" or p.shape != (below,):
+            raise ValueError(f"The 'hierarchy' parameter of {func} must give, at level "
+                             f"{depth + 1}, an integer array of {below} parent indices. Got "
+                             f"{_v.describe(p)} instead.")
+        p = p.astype(np.int64)
+        size = int(p.max()) + 1 if p.size else 0
+        if p.size and p.min() < 0:
+            raise ValueError(f"The 'hierarchy' parameter of {func} must hold indices >= 0. "
+                             f"Got {int(p.min())} at level {depth + 1} instead.")
+        if np.bincount(p, minlength=size).min() == 0:
+            raise ValueError(f"The 'hierarchy' parameter of {func} must give every unit of "
+                             f"level {depth} at least one child (indices 0..{size - 1}).")
+        out.append(p)
+        below = size
+    if below != 1:
+        raise ValueError(f"The 'hierarchy' parameter of {func} must lead to one unit at the top "
+                         f"(the nation). Got {below} units at the top instead.")
+    return out[::-1]
+
+
+def _check_split(split: Any, levels: int, func: str) -> tuple[float, ...]:
+    if split is None:
+        return (1.0 / levels,) * levels
+    try:
+        values = tuple(_v.check_real(s, "split", func) for s in split)
+    except TypeError:
+        raise TypeError(f"The 'split' parameter of {func} must be a sequence of {levels} "
+                        f"positive shares. Got {split!r} instead.") from None
+    if len(values) != levels or not math.isclose(sum(values), 1.0, rel_tol=1e-9):
+        raise ValueError(f"The 'split' parameter of {func} must give {levels} positive shares "
+                         f"(top level first) summing to 1. Got {split!r} instead.")
+    return values
+
+
+def _dlap_variance(t: float) -> float:
+    q = math.exp(-1.0 / t)
+    return 2 * q / (1 - q) ** 2
+
+
+def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
+                     split: Sequence[float] | None = None,
+                     accountant: AccountantLike | None = None, rng: RngLike = None,
+                     threads: int | None = None) -> HierarchyRelease:
+    """census_hierarchy(data, hierarchy, *, epsilon, split=None, accountant=None, rng=None, threads=None)
+
+    Release counts for every level of a public hierarchy (nation, then e.g. states and
+    counties) so that children sum exactly to their parent and every count is a
+    non-negative integer (see the module).
+
+    Parameters
+    ----------
+    data : array_like of int, or pandas.DataFrame
+        Either the exact counts of the leaf units (one per leaf), or the records, one row
+        each, with a column for every level of ``hierarchy``.
+    hierarchy : list of int arrays, or pandas.DataFrame
+        The public geography. With leaf counts: one parent array per level below the top,
+        ``hierarchy[0]`` giving each unit of level 1 its unit of level 0 (the top: all
+        zeros) down to ``hierarchy[-1]`` giving each leaf its unit above. With records: a
+        frame with one row per leaf unit and one column per level, top level first (say
+        ``state``, ``county``); every record must lie in one of its rows.
+    epsilon : float
+    split : sequence of float, optional
+        Share of epsilon for each level, the top (the total) first, summing to 1. Default:
+        equal shares.
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`.
+
+    Returns
+    -------
+    HierarchyRelease
+        With records, ``labels`` holds each level's units and ``to_pandas()`` gives labelled
+        Series.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfast as dp
+    >>> county_counts = np.array([120, 30, 0, 55, 7])
+    >>> state_of_county = np.array([0, 0, 1, 1, 1])
+    >>> rel = dp.census_hierarchy(county_counts, [np.zeros(2, int), state_of_county],
+    ...                           epsilon=1.0, rng=0, accountant=dp.Accountant())
+    >>> int(rel.counts[0][0]) == int(rel.counts[1].sum()) == int(rel.counts[2].sum())
+    True
+    """
+    func = "census_hierarchy"
+    eps = _v.check_epsilon(epsilon, func)
+    labels = None
+    if _is_frame(data) or _is_frame(hierarchy):
+        data, hierarchy, labels = _from_frames(data, hierarchy, func)
+    leaves = _v.as_array(data, "data", func)
+    if leaves.ndim != 1 or leaves.size == 0 or leaves.dtype.kind not in "iu":
+        raise ValueError(f"The 'data' parameter of {func} must be a non-empty 1-D array of "
+                         f"integer counts (one per leaf unit) or a frame of records. Got "
+                         f"{_v.describe(leaves)} instead.")
+    counts, _ = _v.check_data(leaves, "data", func)
+    if counts.min() < 0 or counts.sum() > 2**52:
+        raise ValueError(f"The 'data' parameter of {func} must hold counts >= 0 summing to "
+                         f"at most 2**52. Got values in [{counts.min()}, {counts.max()}] "
+                         "instead.")
+    par = _check_parents(hierarchy, counts.size, func)
+    levels = len(par) + 1
+    shares = _check_split(split, levels, func)
+    scales = [_v.check_mechanism_scale(1.0, eps * s, func, high=MAX_DISCRETE_SCALE)
+              for s in shares]
+
+    exact = _level_counts(np.asarray(counts, dtype=np.int64), par)   # top first
+    release(func, accountant, eps, 0.0, rng, threads, sum(c.size for c in exact),
+            _noise_levels, exact, scales)
+    var = [_dlap_variance(t) for t in scales]
+    est, est_var = _least_squares(exact, var, par)
+    return HierarchyRelease(_round_top_down(est, par), est, est_var, par, eps, shares, labels)
+
+
+def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],
+                  ) -> list[NDArray[np.int64]]:
+    """Exact counts of every level, top first (sums of the leaves up the tree)."""
+    out = [leaves.copy()]
+    for p in parents[::-1]:
+        out.append(np.bincount(p, weights=out[-1]).astype(np.int64))
+    return out[::-1]
+
+
+def _noise_levels(gen: Any, threads: int, levels: list[NDArray[np.int64]],
+                  scales: list[float]) -> None:
+    """Discrete Laplace noise added in place, each level with its own scale and key."""
+    for c, t in zip(levels, scales):
+        _native.fill_discrete_laplace(gen, threads, c, t, c)
+
+
+def _least_squares(noisy: list[NDArray[np.int64]], var: list[float],
+                   parents: list[NDArray[np.int64]],
+                   ) -> tuple[list[NDArray[np.float64]], list[NDArray[np.float64]]]:
+    """Consistent weighted least-squares estimates and their exact variances.
+
+    Bottom-up, ``z`` is each unit's estimate from its own subtree and ``v`` its variance;
+    ``s`` and ``vs`` the sum of a unit's children's ``z`` and its variance. Top-down, a
+    child gets ``v / vs`` of its parent's gap (final estimate minus ``s``), and its final
+    variance is ``v - (v / vs)^2 (vs - parent's final variance)`` (the smoother's)."""
+    depth = len(noisy) - 1
+    z: list[Any] = [None] * (depth + 1)
+    v: list[Any] = [None] * (depth + 1)           # an array, or one float for a whole level
+    s: list[Any] = [None] * depth
+    vs: list[Any] = [None] * depth
+    z[depth] = noisy[depth].astype(np.float64)
+    v[depth] = var[depth]
+    for level in range(depth - 1, -1, -1):                 # bottom-up
+        p = parents[level]
+        s[level] = np.bincount(p, weights=z[level + 1])
+        vs[level] = (np.bincount(p) * v[level + 1] if isinstance(v[level + 1], float)
+                     else np.bincount(p, weights=v[level + 1]))
+        w_own, w_sum = 1.0 / var[level], 1.0 / vs[level]
+        v[level] = 1.0 / (w_own + w_sum)
+        z[level] = (noisy[level] * w_own + s[level] * w_sum) * v[level]
+    est, est_var = [z[0]], [v[0]]
+    for level in range(depth):                             # top-down
+        p = parents[level]
+        gap = (est[level] - s[level]) / vs[level]           # per parent
+        shrink = (vs[level] - est_var[level]) / vs[level] ** 2
+        est.append(z[level + 1] + v[level + 1] * gap[p])
+        est_var.append(v[level + 1] - v[level + 1] ** 2 * shrink[p])
+    return est, est_var
+
+
+def _round_top_down(est: list[NDArray[np.float64]], parents: list[NDArray[np.int64]],
+                    ) -> list[NDArray[np.int64]]:
+    """Non-negative integers with every parent the sum of its children (see the module)."""
+    out = [np.array([max(0, round(float(est[0][0])))], dtype=np.int64)]
+    for level, p in enumerate(parents):
+        out.append(_share_out(out[level], np.maximum(est[level + 1], 0.0), p))
+    return out
+
+
+def _share_out(totals: NDArray[np.int64], weights: NDArray[np.float64],
+               parent: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Integers >= 0 per child, summing exactly to its parent's total, each within 1 of its
+    share of the total in proportion to the weights (equal shares where a parent's weights
+    are all 0): the rounded cumulative shares of each parent's children, differenced."""
+    order = None
+    if parent.size > 1 and (np.diff(parent) < 0).any():
+        order = np.argsort(parent, kind="stable")        # children grouped by parent
+        parent, weights = parent[order], weights[order]
+    kids = np.bincount(parent, minlength=totals.size)
+    end = np.cumsum(kids)
+    start = end - kids
+    cum = np.cumsum(weights)
+    base = cum[start] - weights[start]                    # cumulative weight before a group
+    wsum = cum[end - 1] - base
+    zero = wsum <= 0                                      # all weights 0: equal shares
+    if zero.any():
+        rank = np.arange(parent.size) - start[parent]
+        cum = np.where(zero[parent], rank + 1.0, cum - base[parent])
+        wsum = np.where(zero, kids, wsum)
+    else:
+        cum -= base[parent]                               # non-decreasing within a group
+    total = totals.astype(np.float64)
+    cum *= (total / wsum)[parent]
+    np.floor(cum + 0.5, out=cum)
+    np.minimum(cum, total[parent], out=cum)
+    cum[end - 1] = total                                  # each group ends at its total
+    out = np.empty(parent.size, dtype=np.int64)
+    out[0] = cum[0]
+    np.subtract(cum[1:], cum[:-1], out=out[1:], casting="unsafe")
+    out[start] = cum[start]
+    if order is not None:
+        unsorted = np.empty_like(out)
+        unsorted[order] = out
+        out = unsorted
+    return out

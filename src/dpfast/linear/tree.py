@@ -1,0 +1,430 @@
+"""The tree (hierarchical) mechanism for range queries, 1-D and 2-D.
+
+Noise goes on every node of a b-ary tree over the cells but the root: each record is counted
+in one node per level, so with ``h`` measured levels the count vector of all nodes has l1
+sensitivity ``h`` and every node gets Laplace noise of scale ``h / epsilon`` (discrete Laplace
+for integer counts). The root (the grand total) is not measured: it would cost a level of
+budget and tells little that its children do not. The least-squares estimate consistent with
+the tree (each parent the sum of its children) comes from two linear passes (Hay et al.
+2010, with per-level weights): bottom-up, each node's best estimate from its own subtree;
+top-down, each parent's discrepancy shared among its children in proportion to their
+variances. Consistency is post-processing: it costs no budget.
+
+Exact variances. With per-level weights ``w_l`` (inverse noise variances, 0 for the root),
+the estimate's covariance is ``M^-1`` with ``M = sum_l w_l J_l`` (``J_l`` block-diagonal
+all-ones blocks of level ``l``'s node size ``s_l = b^l``). These matrices commute: on the
+space ``E_k`` of vectors constant on level-k blocks and summing to zero on level-(k+1)
+blocks, ``M`` is ``lambda_k = sum_{l <= k} w_l s_l``. So the variance of a query ``q`` is
+``sum_k (T_k - T_{k+1}) / lambda_k`` with ``T_k = sum over level-k blocks B of
+(q . 1_B)^2 / s_k``: ``O(height)`` per range (``range_variance``), and in closed form
+summed over all ranges, which is how the branching factor is chosen (``branching=None``:
+the integer height and branching with the least mean variance over all ranges, after
+Qardaji, Yang & Li 2013; height 1 is the identity, chosen when it is best).
+
+2-D counts get the Kronecker product of two such trees (each record in ``h0 * h1`` nodes):
+the estimate is the 1-D estimate along each axis in turn and a rectangle's variance is the
+product of its two ranges' 1-D factors.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..accounting import AccountantLike
+    from ..rng import RngLike
+
+__all__ = ["tree_mechanism", "TreeRelease", "tree_shape", "mean_range_variance"]
+
+MAX_CELLS = 2**34
+
+
+@functools.lru_cache(maxsize=256)
+def tree_shape(n: int, branching: int | None = None) -> tuple[int, int]:
+    """(branching, height) of the tree over ``n`` cells: ``branching ** height >= n`` cells
+    with ``height`` measured levels (the root, above them, is not measured). Given
+    ``branching``, the least such height; else the pair with the least mean variance over
+    all ranges of ``[0, n)`` (height 1: the identity)."""
+    if branching is not None:
+        height, size = 1, branching
+        while size < n:
+            height, size = height + 1, size * branching
+        return branching, height
+    if n <= 2:
+        return max(n, 2), 1
+    candidates = set()
+    for h in range(1, max(1, math.ceil(math.log2(n))) + 1):
+        b = max(2, math.ceil(round(n ** (1.0 / h), 9)))
+        while b ** h < n:
+            b += 1
+        while b > 2 and (b - 1) ** h >= n:
+            b -= 1
+        candidates.add((b, h))
+    for b in range(2, 17):
+        candidates.add(tree_shape(n, b))
+    # Noise variance per node grows as height^2 (scale height / epsilon).
+    return min(candidates, key=lambda c: (mean_range_variance(n, c[0], c[1], c[1] ** 2), c[1], c[0]))
+
+
+def _level_weights(b: int, h: int, node_variance: float) -> list[float]:
+    """w_l (inverse variances) for levels 0..h: the root level h is not measured."""
+    return [1.0 / node_variance] * h + [0.0]
+
+
+def _lambdas(b: int, weights: list[float]) -> list[float]:
+    lam, acc = [], 0.0
+    for level, w in enumerate(weights):
+        acc += w * b ** level
+        lam.append(acc)
+    return lam
+
+
+def _pair_sum(a: int, s: int, n: int) -> int:
+    """Sum over ranges [lo, hi) of [0, n) of |range & [a, a+s)|^2 for a block inside
+    [0, n): the sum over cell pairs (i, j) of the block of (min + 1)(n - max)."""
+    big_a, big_c = a + 1, n - a
+    s_min = (s - 1) * s * (2 * s - 1) // 6
+    s_max = s * s * (s - 1) - s_min
+    s_prod = (s * (s - 1) // 2) ** 2
+    return big_a * big_c * s * s - big_a * s_max + big_c * s_min - s_prod
+
+
+def _level_pair_sum(s: int, n: int) -> int:
+    """_pair_sum summed over the level's blocks of size s (the last one cut at n): exact,
+    in O(1), summing the polynomial in the block index."""
+    f, r = divmod(n, s)
+    s_min = (s - 1) * s * (2 * s - 1) // 6
+    s_max = s * s * (s - 1) - s_min
+    s_prod = (s * (s - 1) // 2) ** 2
+    # Blocks a = j s, j < f: A = j s + 1, C = n - j s.
+    sj = f * (f - 1) // 2
+    sj2 = (f - 1) * f * (2 * f - 1) // 6
+    sum_a = f + s * sj
+    sum_c = n * f - s * sj
+    sum_ac = n * f + (n * s - s) * sj - s * s * sj2
+    total = sum_ac * s * s - sum_a * s_max + sum_c * s_min - f * s_prod
+    return total + (_pair_sum(f * s, r, n) if r else 0)
+
+
+def mean_range_variance(n: int, branching: int, height: int, node_variance: float) -> float:
+    """Mean variance, over all n(n+1)/2 ranges of [0, n), of the consistent tree estimate
+    with this shape and noise variance per measured node (exact)."""
+    lam = _lambdas(branching, _level_weights(branching, height, node_variance))
+    t = [_level_pair_sum(branching ** k, n) / branching ** k for k in range(height + 1)]
+    t.append(0.0)
+    total = sum((t[k] - t[k + 1]) / lam[k] for k in range(height + 1))
+    return float(total / (n * (n + 1) // 2))
+
+
+def _noise_variance(integer: bool, scale: float) -> float:
+    """Variance of the noise of this scale: discrete Laplace with parameter `scale`, or
+    grid Laplace (discrete Laplace in grid steps)."""
+    g, t = (1.0, scale) if integer else laplace_grid(scale)
+    q = math.exp(-1.0 / t)
+    return g * g * 2 * q / (1 - q) ** 2
+
+
+class _Tree1D:
+    """One axis's tree: its shape, weights and the two consistency passes along axis 0."""
+
+    def __init__(self, n: int, branching: int, height: int, node_variance: float):
+        self.n, self.b, self.h = n, branching, height
+        self.leaves = branching ** height
+        self.weights = _level_weights(branching, height, node_variance)
+        self.lam = _lambdas(branching, self.weights)
+
+    def level_sizes(self) -> list[int]:
+        return [self.leaves // self.b ** level for level in range(self.h)]
+
+    def node_counts(self, leaves: NDArray[Any]) -> list[NDArray[Any]]:
+        """Counts of every measured level (leaves padded with zeros), along axis 0."""
+        pad = self.leaves - leaves.shape[0]
+        level = np.concatenate((leaves, np.zeros((pad,) + leaves.shape[1:], leaves.dtype))) \
+            if pad else leaves
+        levels = [level]
+        for _ in range(1, self.h):
+            level = level.reshape((-1, self.b) + level.shape[1:]).sum(axis=1)
+            levels.append(level)
+        return levels
+
+    def nodes(self, leaves: NDArray[Any],
+              ) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
+        """node_counts of a 1-D histogram written into one float64 array (no other copy),
+        with a view of each level."""
+        sizes = self.level_sizes()
+        nodes = np.empty(sum(sizes))
+        level = nodes[:self.leaves]
+        level[:leaves.size] = leaves
+        level[leaves.size:] = 0.0
+        levels, start = [level], self.leaves
+        for size in sizes[1:]:
+            parent = nodes[start:start + size]
+            np.add.reduce(level.reshape(-1, self.b), axis=1, out=parent)
+            levels.append(parent)
+            level, start = parent, start + size
+        return nodes, levels
+
+    def consistent(self, noisy: list[NDArray[np.float64]]) -> NDArray[np.float64]:
+        """Least-squares leaf estimates from the noisy measured levels (along axis 0; the
+        levels are overwritten). Bottom-up, ``z`` is each node's estimate from its subtree
+        (its measurement and its children's sum ``s``, weighted by inverse variances; a
+        whole level shares one variance); top-down, each parent's gap to its children's
+        sum is shared equally among them (they have equal variances)."""
+        b = self.b
+        z, sums = [noisy[0]], []
+        var = 1.0 / self.weights[0]
+        for level in range(1, self.h + 1):
+            s = z[-1].reshape((-1, b) + z[-1].shape[1:]).sum(axis=1)
+            sums.append(s)
+            vs = b * var
+            w = self.weights[level]
+            if w:
+                mine = noisy[level]
+                mine *= w / (w + 1.0 / vs)
+                mine += s * ((1.0 / vs) / (w + 1.0 / vs))
+                z.append(mine)
+                var = 1.0 / (w + 1.0 / vs)
+            else:
+                z.append(s)
+                var = vs
+        est = z[self.h]                                    # the root
+        for level in range(self.h - 1, -1, -1):
+            child = z[level].reshape((-1, b) + z[level].shape[1:])
+            gap = (est - sums[level]) / b
+            child += gap[:, np.newaxis]
+            est = child.reshape(z[level].shape)
+        return est
+
+    def variance_factor(self, lo: NDArray[np.int64], hi: NDArray[np.int64]) -> NDArray[Any]:
+        """q^T M^-1 q for the ranges [lo, hi) (vectorized)."""
+        length = (hi - lo).astype(np.float64)
+        out = np.zeros(np.broadcast(lo, hi).shape)
+        prev = None
+        for k in range(self.h, -1, -1):                    # root first: T_{k+1} known
+            s = self.b ** k
+            first, last = lo // s, np.maximum(hi - 1, lo) // s
+            left = np.minimum((first + 1) * s, hi) - lo
+            right = hi - last * s
+            full = np.maximum(last - first - 1, 0)
+            sq = np.where(first == last, length ** 2,
+                          left.astype(np.float64) ** 2 + right.astype(np.float64) ** 2
+                          + full * float(s) ** 2)
+            t_k = sq / s
+            out += (t_k - (prev if prev is not None else 0.0)) / self.lam[k]
+            prev = t_k
+        return out
+
+
+class TreeRelease:
+    """The result of :func:`tree_mechanism`: consistent estimates of every cell, range sums
+    and their exact variances. Everything here is post-processing of the noisy tree."""
+
+    estimate: NDArray[np.float64]
+
+    def __init__(self, estimate: NDArray[np.float64], trees: tuple[_Tree1D, ...],
+                 epsilon: float, node_variance: float):
+        self.estimate = estimate
+        self._trees = trees
+        self.epsilon = epsilon
+        self.node_variance = node_variance
+        self._prefix: NDArray[np.float64] | None = None
+
+    @property
+    def branching(self) -> int | tuple[int, ...]:
+        b = tuple(t.b for t in self._trees)
+        return b[0] if len(b) == 1 else b
+
+    @property
+    def height(self) -> int | tuple[int, ...]:
+        h = tuple(t.h for t in self._trees)
+        return h[0] if len(h) == 1 else h
+
+    def _bounds(self, lo: ArrayLike, hi: ArrayLike, axis: int, method: str,
+                ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        func = f"TreeRelease.{method}"
+        n = self._trees[axis].n
+        a = _v.as_array(lo, "lo", func)
+        c = _v.as_array(hi, "hi", func)
+        for name, v in (("lo", a), ("hi", c)):
+            if v.dtype.kind not in "iu":
+                raise TypeError(f"The {name!r} parameter of {func} must be integer. Got "
+                                f"{_v.describe(v)} instead.")
+        a, c = np.broadcast_arrays(a.astype(np.int64), c.astype(np.int64))
+        bad = (a < 0) | (a > c) | (c > n)
+        if bad.any():
+            i = int(np.flatnonzero(bad.ravel())[0])
+            raise ValueError(f"The 'lo' and 'hi' parameters of {func} must satisfy "
+                             f"0 <= lo <= hi <= {n}. Got lo={a.ravel()[i]}, "
+                             f"hi={c.ravel()[i]} instead.")
+        return a, c
+
+    def range_sums(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
+        """Estimated counts of the cells in ``[lo, hi)`` (arrays broadcast together). For
+        2-D releases, ``lo`` and ``hi`` are pairs of arrays: rows ``[lo[0], hi[0])`` by
+        columns ``[lo[1], hi[1])``."""
+        if len(self._trees) == 1:
+            a, c = self._bounds(lo, hi, 0, "range_sums")
+            if self._prefix is None:
+                self._prefix = np.concatenate(([0.0], np.cumsum(self.estimate)))
+            return self._prefix[c] - self._prefix[a]
+        (a0, c0), (a1, c1) = (self._bounds(lo[ax], hi[ax], ax, "range_sums")  # type: ignore[index]
+                              for ax in (0, 1))
+        if self._prefix is None:
+            p = np.zeros((self.estimate.shape[0] + 1, self.estimate.shape[1] + 1))
+            p[1:, 1:] = self.estimate.cumsum(axis=0).cumsum(axis=1)
+            self._prefix = p
+        p = self._prefix
+        return p[c0, c1] - p[a0, c1] - p[c0, a1] + p[a0, a1]
+
+    def range_variance(self, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.float64]:
+        """Exact variance of :meth:`range_sums` for the same arguments (the estimate is
+        unbiased: this is its mean squared error)."""
+        if len(self._trees) == 1:
+            a, c = self._bounds(lo, hi, 0, "range_variance")
+            return np.asarray(self._trees[0].variance_factor(a, c), dtype=np.float64)
+        (a0, c0), (a1, c1) = (self._bounds(lo[ax], hi[ax], ax, "range_variance")  # type: ignore[index]
+                              for ax in (0, 1))
+        f0 = self._trees[0].variance_factor(a0, c0)
+        f1 = self._trees[1].variance_factor(a1, c1)
+        # Kronecker: each factor is v q^T (A^T A)^-1 q; the product counts v twice.
+        return np.asarray(f0 * f1 / self.node_variance, dtype=np.float64)
+
+    def range_error_bound(self, lo: ArrayLike, hi: ArrayLike, beta: float = 0.05,
+                          ) -> NDArray[np.float64]:
+        """A bound on ``|range_sums - true|`` that each range exceeds with probability at
+        most ``beta`` (Chebyshev: ``sqrt(variance / beta)``; it assumes nothing about the
+        noise beyond its variance)."""
+        b = _v.check_real(beta, "beta", "TreeRelease.range_error_bound", high=1.0)
+        return np.sqrt(self.range_variance(lo, hi) / b)
+
+    def __repr__(self) -> str:
+        return (f"TreeRelease(cells={self.estimate.shape}, branching={self.branching}, "
+                f"height={self.height}, epsilon={self.epsilon!r})")
+
+
+def _check_branching(branching: object, ndim: int, func: str) -> tuple[int | None, ...]:
+    if branching is None:
+        return (None,) * ndim
+    values: Any = branching if isinstance(branching, (tuple, list)) else (branching,) * ndim
+    if len(values) != ndim:
+        raise ValueError(f"The 'branching' parameter of {func} must be one integer or one "
+                         f"per axis ({ndim}). Got {branching!r} instead.")
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 2:
+            raise ValueError(f"The 'branching' parameter of {func} must be an integer >= 2 "
+                             f"(or None: chosen for range queries). Got {branching!r} "
+                             "instead.")
+    return tuple(int(v) for v in values)
+
+
+def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None = None,
+                   accountant: AccountantLike | None = None, rng: RngLike = None,
+                   threads: int | None = None) -> TreeRelease:
+    """tree_mechanism(counts, *, epsilon, branching=None, accountant=None, rng=None, threads=None)
+
+    Release a histogram for range queries: noise on every node of a b-ary tree over the
+    cells, then the least-squares estimate consistent with the tree (see the module).
+    Error grows with the logarithm of a range's length instead of its length.
+
+    Parameters
+    ----------
+    counts : array_like, 1-D or 2-D
+        Counts of records per cell (each record in one cell: sensitivity 1). Integer counts
+        get discrete Laplace noise, floating counts grid Laplace noise.
+    epsilon : float
+    branching : int or pair of ints, optional
+        The tree's branching factor (per axis in 2-D). Default: the shape with the least
+        mean error over all ranges for this number of cells (:func:`tree_shape`).
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`.
+
+    Returns
+    -------
+    TreeRelease
+        ``.estimate`` (float64, the shape of ``counts``), ``.range_sums(lo, hi)``,
+        ``.range_variance(lo, hi)`` and ``.range_error_bound(lo, hi, beta)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfast as dp
+    >>> rel = dp.tree_mechanism(np.arange(1000) % 7, epsilon=1.0, rng=0,
+    ...                         accountant=dp.Accountant())
+    >>> rel.range_sums([0, 10], [1000, 20]).shape
+    (2,)
+    """
+    func = "tree_mechanism"
+    eps = _v.check_epsilon(epsilon, func)
+    src = _v.as_array(counts, "counts", func)
+    if src.ndim not in (1, 2) or src.size == 0:
+        raise ValueError(f"The 'counts' parameter of {func} must be a non-empty 1-D or 2-D "
+                         f"array of counts. Got {_v.describe(src)} instead.")
+    if src.size > MAX_CELLS:
+        raise ValueError(f"The 'counts' parameter of {func} must have at most {MAX_CELLS} "
+                         f"cells. Got {_v.describe(src)} instead.")
+    data, integer = _v.check_data(src, "counts", func)
+    shapes = [tree_shape(n, b) for n, b in
+              zip(data.shape, _check_branching(branching, data.ndim, func))]
+    per_record = math.prod(h for _, h in shapes)            # nodes counting each record
+    scale = _v.check_mechanism_scale(float(per_record), eps, func,
+                                     high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
+    lo, hi = _v.value_range(data)
+    if max(abs(lo), abs(hi)) * data.size > 2.0**52 and float(np.abs(data).sum()) > 2.0**52:
+        raise ValueError(f"The 'counts' parameter of {func} must sum (in absolute value) to "
+                         f"at most 2**52, for exact node sums. Got {_v.describe(src)} with "
+                         f"values in [{lo}, {hi}] instead.")
+    node_var = _noise_variance(integer, scale)
+    trees = tuple(_Tree1D(n, b, h, node_var) for n, (b, h) in zip(data.shape, shapes))
+
+    # Every measured node's count, in one float64 array (exact: |sums| <= 2**52): one charge,
+    # one kernel call. Integer counts get discrete Laplace noise: the grid kernel on the
+    # grid of the integers (step 1).
+    nodes, levels = _nodes(data, trees)
+    g, t = (1.0, scale) if integer else laplace_grid(scale)
+    release(func, accountant, eps, 0.0, rng, threads, nodes.size, _native.fill_laplace,
+            nodes, t, g, nodes)
+
+    # Post-processing: least squares along each axis in turn (a Kronecker product of trees).
+    if len(trees) == 1:
+        est = trees[0].consistent(levels)
+        n = data.shape[0]
+        return TreeRelease(est if est.size == n else est[:n].copy(), trees, eps, node_var)
+    t0, t1 = trees
+    # levels[i0 * t1.h + i1]: level i0 of axis 0 by level i1 of axis 1.
+    along1 = [t1.consistent([levels[i0 * t1.h + i1].T for i1 in range(t1.h)]).T
+              for i0 in range(t0.h)]
+    est = t0.consistent(along1)
+    return TreeRelease(est[:data.shape[0], :data.shape[1]].copy(), trees, eps, node_var)
+
+
+def _nodes(data: NDArray[Any], trees: tuple[_Tree1D, ...],
+           ) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
+    """All measured node counts in one float64 array, and a view of each level in it."""
+    if len(trees) == 1:
+        return trees[0].nodes(data)
+    blocks = _node_blocks(data, trees)
+    nodes = np.concatenate([blk.ravel() for blk in blocks]).astype(np.float64)
+    offsets = np.cumsum([0] + [blk.size for blk in blocks])
+    return nodes, [nodes[offsets[i]:offsets[i + 1]].reshape(blk.shape)
+                   for i, blk in enumerate(blocks)]
+
+
+def _node_blocks(data: NDArray[Any], trees: tuple[_Tree1D, ...]) -> list[NDArray[Any]]:
+    """The measured node counts: the levels of the tree (1-D), or every pair of levels of
+    the two axes' trees (2-D, level of axis 0 major)."""
+    if len(trees) == 1:
+        return trees[0].node_counts(data)
+    t0, t1 = trees
+    out: list[NDArray[Any]] = []
+    for level0 in t0.node_counts(data):
+        out.extend(lv.T for lv in t1.node_counts(level0.T))
+    return [np.ascontiguousarray(blk) for blk in out]

@@ -1,0 +1,389 @@
+"""Workloads: sets of linear queries over a histogram, as linear operators.
+
+A database is a histogram ``x`` over a universe of ``n`` cells (a numpy array of the
+workload's ``domain`` shape); a linear query is a row ``q`` with entries in [0, 1], answered as
+``q . x``. A workload is a set of such rows ``W`` (``n_queries`` by ``n_cells``). Each workload
+here is an operator, never a matrix: ``answer(x)`` computes ``W x`` and ``adjoint(y)``
+computes ``W^T y`` with prefix sums, axis sums or subset-sum transforms, in time about
+linear in the number of cells plus answers.
+
+``sensitivity`` is computed from the structure, never declared: the largest column l1 norm
+of ``W`` (``max(adjoint(ones))``, the entries being non-negative), which is the l1
+sensitivity of the whole answer vector when one record is added or removed (a record adds 1
+to one cell). That is the Laplace scale, per unit of epsilon, of answering every query with
+independent noise.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import validation as _v
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["Workload", "Identity", "Prefixes", "Ranges", "Rectangles", "Marginals",
+           "Conjunctions", "Explicit", "MAX_ANSWERS"]
+
+# answer() materializes every answer; beyond this many, use the workload's own methods
+# (range_sums of a tree release, for instance).
+MAX_ANSWERS = 2**28
+
+
+class Workload:
+    """A set of linear queries over a histogram of shape ``domain`` (see the module)."""
+
+    domain: tuple[int, ...]
+    n_queries: int
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(self.domain)
+
+    @property
+    def sensitivity(self) -> float:
+        """Largest column l1 norm: how much the answer vector moves, in l1, when one record
+        is added or removed."""
+        return float(np.max(self._column_norms()))
+
+    def _column_norms(self) -> NDArray[np.float64]:
+        return self.adjoint(np.ones(self.n_queries))
+
+    def answer(self, x: ArrayLike) -> NDArray[np.float64]:
+        """``W x``: every query's answer, float64, in the workload's order."""
+        data = self._check_x(x, "answer")
+        if self.n_queries > MAX_ANSWERS:
+            raise ValueError(f"{type(self).__name__}.answer would materialize "
+                             f"{self.n_queries} answers (more than {MAX_ANSWERS}); answer "
+                             "a subset of the queries instead.")
+        return self._answer(data)
+
+    def adjoint(self, y: ArrayLike) -> NDArray[np.float64]:
+        """``W^T y`` as a flat float64 vector over the cells (C order)."""
+        v = _v.as_array(y, "y", f"{type(self).__name__}.adjoint")
+        if v.shape != (self.n_queries,):
+            raise ValueError(f"The 'y' parameter of {type(self).__name__}.adjoint must have "
+                             f"shape ({self.n_queries},). Got shape {v.shape} instead.")
+        return self._adjoint(np.asarray(v, dtype=np.float64))
+
+    def query(self, i: int) -> NDArray[np.float64]:
+        """Row ``i`` of ``W`` as a dense float64 vector over the cells (C order)."""
+        if not 0 <= i < self.n_queries:
+            raise IndexError(f"query index {i} out of range for {self.n_queries} queries")
+        return self._row(int(i))
+
+    def _row(self, i: int) -> NDArray[np.float64]:
+        e = np.zeros(self.n_queries)
+        e[i] = 1.0
+        return self._adjoint(e)
+
+    def _check_x(self, x: ArrayLike, method: str) -> NDArray[np.float64]:
+        func = f"{type(self).__name__}.{method}"
+        arr = _v.as_array(x, "x", func)
+        if arr.size != self.n_cells or (arr.ndim > 1 and arr.shape != self.domain):
+            raise ValueError(f"The 'x' parameter of {func} must be a histogram of shape "
+                             f"{self.domain} (or flat, {self.n_cells} cells). Got "
+                             f"{_v.describe(arr)} instead.")
+        data, _ = _v.check_data(arr, "x", func)
+        return np.asarray(data, dtype=np.float64).reshape(-1)
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self.n_queries
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(domain={self.domain}, n_queries={self.n_queries})"
+
+
+def _size(n: object, name: str, func: str) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise (TypeError if not isinstance(n, (int, np.integer)) else ValueError)(
+            f"The {name!r} parameter of {func} must be a positive integer. Got {n!r} instead.")
+    return int(n)
+
+
+def _domain(domain: object, func: str) -> tuple[int, ...]:
+    if isinstance(domain, (int, np.integer)) and not isinstance(domain, (bool, np.bool_)):
+        domain = (domain,)
+    if not isinstance(domain, (tuple, list)) or not domain:
+        raise TypeError(f"The 'domain' parameter of {func} must be a tuple of positive "
+                        f"integers (the size of each attribute). Got {domain!r} instead.")
+    return tuple(_size(d, "domain", func) for d in domain)
+
+
+class Identity(Workload):
+    """Every cell's count: ``W = I``."""
+
+    def __init__(self, domain: int | Sequence[int]):
+        self.domain = _domain(domain, "Identity")
+        self.n_queries = self.n_cells
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array(x, dtype=np.float64)
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array(y, dtype=np.float64)
+
+
+class Prefixes(Workload):
+    """The ``n`` prefix sums ``x[0] + ... + x[i]`` of a 1-D histogram (a CDF)."""
+
+    def __init__(self, n: int):
+        self.domain = (_size(n, "n", "Prefixes"),)
+        self.n_queries = self.domain[0]
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.cumsum(x)
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.cumsum(y[::-1])[::-1]
+
+
+class Ranges(Workload):
+    """Every range ``[lo, hi)`` of a 1-D histogram, ``0 <= lo < hi <= n``: n(n+1)/2 queries,
+    ordered by ``lo`` then ``hi`` (``bounds()`` gives them)."""
+
+    def __init__(self, n: int):
+        self.domain = (_size(n, "n", "Ranges"),)
+        self.n_queries = self.domain[0] * (self.domain[0] + 1) // 2
+
+    def bounds(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(lo, hi) of every query, in order."""
+        n = self.domain[0]
+        lo, hi = np.triu_indices(n + 1, k=1)
+        return lo.astype(np.int64), hi.astype(np.int64)
+
+    def _column_norms(self) -> NDArray[np.float64]:
+        i = np.arange(self.domain[0], dtype=np.float64)
+        return (i + 1) * (self.domain[0] - i)       # ranges holding cell i
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        c = np.concatenate(([0.0], np.cumsum(x)))
+        lo, hi = self.bounds()
+        return c[hi] - c[lo]
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # W^T y at cell i = sum of y over ranges with lo <= i < hi: add y at lo, remove at hi.
+        n = self.domain[0]
+        lo, hi = self.bounds()
+        delta = np.bincount(lo, y, minlength=n + 1) - np.bincount(hi, y, minlength=n + 1)
+        return np.cumsum(delta)[:n]
+
+
+class Rectangles(Workload):
+    """Every axis-aligned rectangle ``[lo0, hi0) x [lo1, hi1)`` of a 2-D histogram: the
+    product of the two axes' ranges, ordered as ``Ranges(n0)`` x ``Ranges(n1)``."""
+
+    def __init__(self, shape: Sequence[int]):
+        self.domain = _domain(shape, "Rectangles")
+        if len(self.domain) != 2:
+            raise ValueError(f"The 'shape' parameter of Rectangles must have two sizes. "
+                             f"Got {shape!r} instead.")
+        self.axes = (Ranges(self.domain[0]), Ranges(self.domain[1]))
+        self.n_queries = self.axes[0].n_queries * self.axes[1].n_queries
+
+    def _column_norms(self) -> NDArray[np.float64]:
+        return np.outer(self.axes[0]._column_norms(), self.axes[1]._column_norms()).ravel()
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        # Ranges along axis 1 for every row, then ranges along axis 0 of those.
+        along1 = np.stack([self.axes[1]._answer(r) for r in x.reshape(self.domain)])
+        c = np.concatenate((np.zeros((1, along1.shape[1])), np.cumsum(along1, axis=0)))
+        lo, hi = self.axes[0].bounds()
+        return (c[hi] - c[lo]).ravel()
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        m = y.reshape(self.axes[0].n_queries, self.axes[1].n_queries)
+        left = np.stack([self.axes[0]._adjoint(col) for col in m.T], axis=1)
+        return np.stack([self.axes[1]._adjoint(row) for row in left]).ravel()
+
+
+def _check_attrs(attrs: Any, ndim: int, func: str) -> tuple[tuple[int, ...], ...]:
+    try:
+        sets = tuple(tuple(sorted({int(a) for a in s})) for s in attrs)
+    except TypeError:
+        raise TypeError(f"The 'attributes' parameter of {func} must be a sequence of "
+                        f"attribute-index tuples. Got {attrs!r} instead.") from None
+    if not sets or any(not s or s[0] < 0 or s[-1] >= ndim for s in sets):
+        raise ValueError(f"The 'attributes' parameter of {func} must list non-empty sets of "
+                         f"attribute indices in [0, {ndim}). Got {attrs!r} instead.")
+    return sets
+
+
+class Marginals(Workload):
+    """Marginal tables of a multi-dimensional histogram: every cell of the sum of ``x`` over
+    the attributes not in each set. ``k=2`` takes every pair of attributes; ``attributes=``
+    lists the sets explicitly. Answers are the tables' cells, table after table (C order)."""
+
+    def __init__(self, domain: Sequence[int], k: int | None = 2, *,
+                 attributes: Sequence[Sequence[int]] | None = None):
+        func = "Marginals"
+        self.domain = _domain(domain, func)
+        d = len(self.domain)
+        if attributes is None:
+            k = _size(k, "k", func)
+            if k > d:
+                raise ValueError(f"The 'k' parameter of {func} must be at most the number "
+                                 f"of attributes, {d}. Got {k!r} instead.")
+            attributes = list(itertools.combinations(range(d), k))
+        self.attributes = _check_attrs(attributes, d, func)
+        self.shapes = [tuple(self.domain[a] for a in s) for s in self.attributes]
+        self.offsets = np.cumsum([0] + [math.prod(s) for s in self.shapes])
+        self.n_queries = int(self.offsets[-1])
+
+    def tables(self, x: ArrayLike) -> list[NDArray[np.float64]]:
+        """The marginal tables of ``x``, each of the shape of its attributes."""
+        full = self._check_x(x, "tables").reshape(self.domain)
+        return [self._marginal(full, s) for s in self.attributes]
+
+    def _marginal(self, full: NDArray[np.float64], s: tuple[int, ...]) -> NDArray[np.float64]:
+        other = tuple(a for a in range(len(self.domain)) if a not in s)
+        return np.asarray(full.sum(axis=other), dtype=np.float64) if other else full.copy()
+
+    def _column_norms(self) -> NDArray[np.float64]:
+        return np.full(self.n_cells, float(len(self.attributes)))
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        full = x.reshape(self.domain)
+        return np.concatenate([self._marginal(full, s).ravel() for s in self.attributes])
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        out = np.zeros(self.domain)
+        for j, (s, shape) in enumerate(zip(self.attributes, self.shapes)):
+            table = y[self.offsets[j]:self.offsets[j + 1]].reshape(shape)
+            index = tuple(slice(None) if a in s else np.newaxis
+                          for a in range(len(self.domain)))
+            out += table[index]                      # broadcast over the other attributes
+        return out.ravel()
+
+
+class Conjunctions(Workload):
+    """Conjunctions of boolean attributes over ``{0, 1}^d`` (the domain ``(2,) * d``): for
+    each set ``S`` of attributes (every set of size ``k``, or all ``2^d`` sets when ``k`` is
+    None), the count of records with every attribute of ``S`` equal to 1. With
+    ``negations=True`` every sign pattern of each set is a query (each literal may be
+    negated): ``C(d, k) * 2^k`` queries, which are the cells of the k-way marginals."""
+
+    def __init__(self, d: int, k: int | None = None, *, negations: bool = False):
+        func = "Conjunctions"
+        self.d = _size(d, "d", func)
+        if self.d > 24:
+            raise ValueError(f"The 'd' parameter of {func} must be at most 24 (a domain of "
+                             f"2^d cells). Got {d!r} instead.")
+        self.domain = (2,) * self.d
+        self.negations = _v.check_bool(negations, "negations", func)
+        if k is not None:
+            k = _size(k, "k", func)
+            if k > self.d:
+                raise ValueError(f"The 'k' parameter of {func} must be at most d = {self.d}. "
+                                 f"Got {k!r} instead.")
+        self.k = k
+        sets = (list(itertools.combinations(range(self.d), k)) if k is not None else
+                [s for r in range(self.d + 1) for s in itertools.combinations(range(self.d), r)])
+        self.sets = sets
+        if self.negations:
+            self._marg = Marginals(self.domain, attributes=[s for s in sets if s]) \
+                if any(sets) else None
+            self.n_queries = sum(2 ** len(s) for s in sets)
+        else:
+            self.n_queries = len(sets)
+        # The index of each set in the 2^d subset-sum array (bit a set for attribute a).
+        self._masks = np.array([sum(1 << (self.d - 1 - a) for a in s) for s in sets],
+                               dtype=np.int64)
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.negations:
+            parts = [np.array([x.sum()])] if () in self.sets else []
+            if self._marg is not None:
+                parts.append(self._marg._answer(x))
+            return np.concatenate(parts)
+        return _zeta(x.reshape(self.domain), self.d)[self._masks]
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.negations:
+            out = np.zeros(self.n_cells)
+            start = 0
+            if () in self.sets:
+                out += y[0]
+                start = 1
+            if self._marg is not None:
+                out += self._marg._adjoint(y[start:])
+            return out
+        g = np.zeros(2 ** self.d)
+        np.add.at(g, self._masks, y)
+        return _zeta_adjoint(g.reshape(self.domain), self.d)
+
+
+def _zeta(x: NDArray[np.float64], d: int) -> NDArray[np.float64]:
+    """f[S] (S as a bit mask, attribute 0 the highest bit) = sum of x over the cells whose
+    attributes in S are all 1; the other attributes are summed over. d axis passes."""
+    f = x.copy()
+    for a in range(d):
+        # Along axis a: index 0 of the result means "a not in S" (sum over both values),
+        # index 1 means "a in S" (value 1 only).
+        lo = np.take(f, 0, axis=a)
+        hi = np.take(f, 1, axis=a)
+        f = np.stack((lo + hi, hi), axis=a)
+    return np.asarray(f.ravel(), dtype=np.float64)
+
+
+def _zeta_adjoint(g: NDArray[np.float64], d: int) -> NDArray[np.float64]:
+    """The transpose of _zeta: cell value = sum of g[S] over the sets S the cell satisfies."""
+    f = g.copy()
+    for a in range(d):
+        s0 = np.take(f, 0, axis=a)      # coefficient of sets without a: both values get it
+        s1 = np.take(f, 1, axis=a)      # sets with a: only value 1 gets it
+        f = np.stack((s0, s0 + s1), axis=a)
+    return np.asarray(f.ravel(), dtype=np.float64)
+
+
+class Explicit(Workload):
+    """Any query matrix, dense or scipy.sparse, with entries in [0, 1]: one query per row,
+    one column per cell of ``domain`` (default: 1-D, one cell per column)."""
+
+    def __init__(self, matrix: Any, domain: Sequence[int] | None = None):
+        func = "Explicit"
+        try:
+            import scipy.sparse as sp
+        except ImportError:                          # pragma: no cover - scipy is optional
+            sp = None
+        if sp is not None and sp.issparse(matrix):
+            m = sp.csr_matrix(matrix, dtype=np.float64)
+            values = m.data
+        else:
+            m = _v.as_array(matrix, "matrix", func)
+            if m.ndim != 2:
+                raise ValueError(f"The 'matrix' parameter of {func} must be 2-D (queries by "
+                                 f"cells). Got {_v.describe(m)} instead.")
+            m, _ = _v.check_data(m, "matrix", func)
+            m = np.asarray(m, dtype=np.float64)
+            values = m
+        if values.size and not (np.all(np.isfinite(values)) and values.min() >= 0
+                                and values.max() <= 1):
+            raise ValueError(f"The 'matrix' parameter of {func} must have entries in [0, 1] "
+                             f"(linear queries; rescale larger ones and their sensitivity "
+                             f"yourself). Got entries in [{values.min()!r}, "
+                             f"{values.max()!r}] instead.")
+        self.matrix = m
+        self.n_queries = int(m.shape[0])
+        self.domain = _domain(domain if domain is not None else (m.shape[1],), func)
+        if self.n_cells != m.shape[1]:
+            raise ValueError(f"The 'domain' parameter of {func} must have as many cells as "
+                             f"the matrix has columns ({m.shape[1]}). Got {domain!r} instead.")
+
+    def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(self.matrix @ x, dtype=np.float64).ravel()
+
+    def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(self.matrix.T @ y, dtype=np.float64).ravel()
