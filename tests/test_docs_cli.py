@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["dpfast._native", "dpfast.accounting", "dpfast.samplers", "dpfast.rng",
            "dpfast.mechanisms.laplace", "dpfast.mechanisms.gaussian",
            "dpfast.mechanisms.selection", "dpfast.mechanisms.randomized_response",
-           "dpfast.releases.histograms", "dpfast.releases.postprocess", "dpfast.datasets"]
+           "dpfast.releases.histograms", "dpfast.releases.postprocess", "dpfast.datasets",
+           "dpfast.linear.tree", "dpfast.linear.hierarchy", "dpfast.linear.contingency",
+           "dpfast.linear.multiplicative_weights", "dpfast.linear.small_database"]
 
 
 @pytest.mark.parametrize("name", MODULES)

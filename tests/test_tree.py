@@ -158,7 +158,7 @@ def test_2d_variance_is_exact_by_linear_algebra():
     rel = dp.tree_mechanism(np.zeros(shape, int), epsilon=1.0, branching=b, rng=0,
                             accountant=dp.Accountant())
     mats = []
-    for n, bb, h in zip(shape, b, rel.height):
+    for bb, h in zip(b, rel.height):
         size = bb ** h
         mats.append(np.vstack([np.kron(np.eye(size // bb ** lv), np.ones(bb ** lv))
                                for lv in range(h)]))

@@ -6,7 +6,19 @@ bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
 from ._native import ChaCha20
 from .accounting import Accountant, BudgetExceededError, default_accountant
-from .linear import census_hierarchy, tree_mechanism, workloads
+from .linear import (
+    census_hierarchy,
+    crosstab,
+    marginal_error_bound,
+    marginal_variance,
+    marginals,
+    mwem,
+    mwem_error_bound,
+    smalldb,
+    smalldb_error_bound,
+    tree_mechanism,
+    workloads,
+)
 from .mechanisms import (
     exponential_mechanism,
     exponential_mechanism_utility_gap,
@@ -47,6 +59,7 @@ __all__ = [
     "ChaCha20",
     "census_hierarchy",
     "count_categories",
+    "crosstab",
     "default_accountant",
     "default_rng",
     "exponential_mechanism",
@@ -63,7 +76,12 @@ __all__ = [
     "laplace_granularity",
     "laplace_mechanism",
     "laplace_privacy_loss",
+    "marginal_error_bound",
+    "marginal_variance",
+    "marginals",
     "max_error_bound",
+    "mwem",
+    "mwem_error_bound",
     "noisy_counts",
     "permute_and_flip",
     "postprocess",
@@ -76,6 +94,8 @@ __all__ = [
     "rr_estimate_proportion",
     "rr_proportion_variance",
     "rr_response_probabilities",
+    "smalldb",
+    "smalldb_error_bound",
     "top_k",
     "tree_mechanism",
     "uniform",

@@ -796,6 +796,16 @@ def noisy_argmax(source, int threads, cnp.ndarray u not None, int noise, double 
     """Index of the largest (u_i - umax) * inv_scale + N_i, N_i unit noise of the given kind
     (lowest index on ties; -1 if every score is -inf); u float64, float32, int64 or int32.
     Chunk winners are combined in chunk order, so threads do not matter."""
+    return noisy_max_score(source, threads, u, noise, umax, inv_scale)[1]
+
+
+def noisy_max_score(source, int threads, cnp.ndarray u not None, int noise, double umax,
+                    double inv_scale):
+    """(score, index) of noisy_argmax's winner for these arguments: its noisy score
+    (u_i - umax) * inv_scale + N_i as well as its index ((-inf, -1) if every score is -inf).
+    Calls over disjoint blocks of candidates sharing umax and inv_scale, each with a fresh
+    key, have independent noise, so the block winner with the largest score (the first on
+    ties) is the winner of one call over all the blocks, in distribution."""
     cdef dpf_select_task task
     cdef int64_t c, best = -1
     cdef double top = -INFINITY
@@ -815,8 +825,7 @@ def noisy_argmax(source, int threads, cnp.ndarray u not None, int noise, double 
     finally:
         PyMem_Free(task.best_idx)
         PyMem_Free(task.best_val)
-    return best
-
+    return top, best
 
 cdef _top_k(object source, int threads, cnp.ndarray u, int noise, double umax,
             double inv_scale, int64_t k):

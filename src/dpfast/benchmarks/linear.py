@@ -70,14 +70,15 @@ def ranges(sizes: tuple[int, ...] = (2**10, 2**16, 2**20), epsilon: float = 1.0,
         x = np.random.default_rng(n).poisson(20, n).astype(np.int64)
         acct = dp.Accountant()
         methods: dict[str, Any] = {
-            "dp.tree_mechanism": lambda s: dp.tree_mechanism(
+            "dp.tree_mechanism": lambda s, x=x, acct=acct: dp.tree_mechanism(
                 x, epsilon=epsilon, rng=s, threads=1, accountant=acct).estimate,
-            "independent Laplace (dp.noisy_counts)": lambda s: dp.noisy_counts(
+            "independent Laplace (dp.noisy_counts)": lambda s, x=x, acct=acct: dp.noisy_counts(
                 x, epsilon=epsilon, rng=s, threads=1, accountant=acct),
         }
         od = _opendp_tree(n, epsilon) if libraries else None
         if od is not None:
-            methods[f"OpenDP consistent b-ary tree (b = {od.branching})"] = lambda s: od(x)
+            methods[f"OpenDP consistent b-ary tree (b = {od.branching})"] = \
+                lambda s, od=od, x=x: od(x)
         b, h = _tree.tree_shape(n)
         exact = {"dp.tree_mechanism": _tree.mean_range_variance(
                      n, b, h, _tree._noise_variance(True, h / epsilon)),

@@ -31,7 +31,7 @@ from ..samplers import MAX_DISCRETE_SCALE
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import NDArray
 
     from ..accounting import AccountantLike
     from ..rng import RngLike

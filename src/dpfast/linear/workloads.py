@@ -255,8 +255,36 @@ class Marginals(Workload):
         return np.full(self.n_cells, float(len(self.attributes)))
 
     def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        full = x.reshape(self.domain)
-        return np.concatenate([self._marginal(full, s).ravel() for s in self.attributes])
+        # Attributes are summed out from the last one down, one axis at a time, and each
+        # partial sum is kept: tables that agree on the attributes summed so far share it
+        # (the first sums, over the whole histogram, are shared by most tables).
+        memo: dict[tuple[int, ...], NDArray[np.float64]] = {
+            tuple(range(len(self.domain))): x.reshape(self.domain)}
+        return np.concatenate([self._partial(memo, s).ravel() for s in self.attributes])
+
+    def _partial(self, memo: dict[tuple[int, ...], NDArray[np.float64]],
+                 s: tuple[int, ...]) -> NDArray[np.float64]:
+        """The marginal on s, from the partial sums in memo (keyed by remaining axes)."""
+        keep = tuple(range(len(self.domain)))
+        table = memo[keep]
+        for a in range(len(self.domain) - 1, -1, -1):
+            if a in s:
+                continue
+            pos = keep.index(a)
+            keep = keep[:pos] + keep[pos + 1:]
+            if keep not in memo:
+                memo[keep] = table.sum(axis=pos)
+            table = memo[keep]
+        return table
+
+    def _row(self, i: int) -> NDArray[np.float64]:
+        j = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        cell = np.unravel_index(i - int(self.offsets[j]), self.shapes[j])
+        row = np.zeros(self.domain)
+        index = tuple(cell[self.attributes[j].index(a)] if a in self.attributes[j]
+                      else slice(None) for a in range(len(self.domain)))
+        row[index] = 1.0
+        return row.ravel()
 
     def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         out = np.zeros(self.domain)

@@ -1,0 +1,445 @@
+"""MWEM: the multiplicative weights exponential mechanism (Hardt, Ligett & McSherry 2012).
+
+MWEM releases a synthetic histogram ``x_hat`` that answers a workload of linear queries
+(:mod:`dpfast.linear.workloads`) about as well as the data ``x`` does. It starts from the
+uniform histogram with the data's total and runs ``T`` rounds; each round
+
+1. selects a query that ``x_hat`` answers badly, by the exponential mechanism with utility
+   ``|q . x - q . x_hat|`` (sensitivity 1: entries of ``q`` are in [0, 1] and ``x_hat``
+   depends only on earlier releases), at ``eps_T / 2``;
+2. measures that query with Laplace noise of scale ``2 / eps_T`` (``eps_T / 2``);
+3. updates ``x_hat`` by multiplicative weights,
+   ``x_hat *= exp(q * (m - q . x_hat) / (2 n))``, renormalised to the total ``n``.
+
+Budget. ``epsilon`` is charged once, for the whole call. If ``total`` (``n``) is not given,
+``TOTAL_FRACTION`` (5%) of it measures the total (sensitivity 1, Laplace noise of scale
+``1 / (0.05 epsilon)``); the rest, ``eps_R``, is split equally over the rounds:
+``eps_T = eps_R / T``, so the selection's weights are ``exp(eps_R u / (4 T))`` and the
+measurement noise has scale ``2 T / eps_R``. A given total is treated as public.
+
+Choices beyond the paper's pseudocode, all post-processing of the private selections and
+measurements (they cost no budget):
+
+- Like the paper's own implementation and smartnoise-synth's, after each new measurement
+  the update of every query measured so far is applied again: ``MWEM_PASSES`` (10, the
+  paper's code's default) passes over the measured queries, in the order they were first
+  measured (the first pass includes the new measurement).
+- A query selected more than once is updated towards the mean of its measurements.
+- A measurement used in an update is clamped to ``[0, n]``, the range of ``q . x`` for a
+  query with entries in [0, 1] and a histogram of total ``n``: each update's exponent is
+  then within +-1/2, so ``x_hat`` cannot overflow. ``measurements`` keeps the raw values.
+- A measured total is clamped below at 1.
+- The release is the mean of the ``T`` histograms after each round's updates
+  (``average=True``, as in the paper's analysis) or the last one.
+
+Accuracy: :func:`mwem_error_bound` (Theorem 2.2 of the paper) and
+:meth:`MWEMRelease.error_bound`.
+
+Floating point. Measurements use dpfast's grid Laplace noise (:mod:`dpfast.samplers`), so
+each is ``eps'``-DP with ``eps' <= eps + 2.4e-7`` as for :func:`dpfast.laplace_mechanism`;
+the selection uses the compiled exponential mechanism (see
+:mod:`dpfast.mechanisms.selection` for its floating-point bound). The utilities are
+computed in float64; their sensitivity is 1 up to the rounding of the workload's sums.
+
+Cost. Multiplicative weights from the uniform histogram keep ``x_hat`` constant on each
+*atom*, a set of cells on which every measured query has the same entry; the updates
+(``MWEM_PASSES`` passes over up to ``T`` queries per round) work on one value per atom, not
+per cell. Each round then costs one ``workload.answer`` on ``x_hat`` (for the selection),
+one ``workload.query`` row when a query is selected for the first time, and a few passes
+over the cells (splitting the atoms by that row, writing out ``x_hat``). Memory: a few
+arrays of the cells, and ``T`` entries per atom.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..samplers import laplace_grid
+from . import workloads as _wl
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..accounting import AccountantLike
+    from ..rng import RngLike
+
+__all__ = ["mwem", "MWEMRelease", "mwem_error_bound", "MWEM_PASSES", "TOTAL_FRACTION"]
+
+#: Passes over all measured queries after each new measurement.
+MWEM_PASSES = 10
+#: Share of epsilon spent measuring the total when it is not given.
+TOTAL_FRACTION = 0.05
+
+# Workloads whose rows are known to have entries in [0, 1] (Explicit checks its matrix):
+# the selection's utilities then have sensitivity 1.
+_TRUSTED = (_wl.Identity, _wl.Prefixes, _wl.Ranges, _wl.Rectangles, _wl.Marginals,
+            _wl.Conjunctions, _wl.Explicit)
+
+
+@dataclass(frozen=True)
+class MWEMRelease:
+    """The result of :func:`mwem`; everything here is post-processing of the release.
+
+    Attributes
+    ----------
+    synthetic : ndarray of float64
+        The synthetic histogram, of the workload's domain shape, summing to ``total``.
+    answers : ndarray of float64
+        ``workload.answer(synthetic)``.
+    selected : ndarray of int64
+        The query selected in each round.
+    measurements : ndarray of float64
+        The noisy answer of each round's selected query (before clamping to ``[0, total]``).
+    epsilon : float
+        The epsilon charged, in all.
+    rounds : int
+        The number of rounds ``T``.
+    total : float
+        The total the synthetic histogram has: the public total, or the measured one.
+    total_epsilon : float
+        The part of ``epsilon`` spent measuring the total (0 when it was given).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfast import mwem
+    >>> from dpfast.linear.workloads import Prefixes
+    >>> rel = mwem(np.array([40, 10, 30, 20]), Prefixes(4), epsilon=50.0, rounds=5,
+    ...            total=100, rng=1)
+    >>> rel.synthetic.shape, round(float(rel.synthetic.sum()), 6), rel.selected.size
+    ((4,), 100.0, 5)
+    """
+
+    synthetic: NDArray[np.float64]
+    answers: NDArray[np.float64]
+    selected: NDArray[np.int64]
+    measurements: NDArray[np.float64]
+    epsilon: float
+    rounds: int
+    total: float
+    total_epsilon: float
+
+    def error_bound(self) -> float:
+        """:func:`mwem_error_bound` for this release: ``n = total``, the domain and workload
+        sizes, and the epsilon spent on the rounds.
+
+        The theorem assumes the exact total; with a measured total, add that measurement's
+        error (Laplace of scale ``1 / total_epsilon``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpfast import mwem
+        >>> from dpfast.linear.workloads import Ranges
+        >>> counts = np.arange(16) * 1000
+        >>> rel = mwem(counts, Ranges(16), epsilon=1.0, rounds=30, total=120_000, rng=2)
+        >>> error = np.abs(rel.answers - Ranges(16).answer(counts)).max()
+        >>> round(rel.error_bound()), bool(error < rel.error_bound())
+        (74435, True)
+        """
+        return mwem_error_bound(self.total, self.synthetic.size, self.answers.size,
+                                epsilon=self.epsilon - self.total_epsilon, rounds=self.rounds)
+
+
+def mwem(counts: ArrayLike, workload: _wl.Workload, *, epsilon: float, rounds: int,
+         total: float | None = None, average: bool = True,
+         accountant: AccountantLike | None = None, rng: RngLike = None,
+         threads: int | None = None) -> MWEMRelease:
+    """mwem(counts, workload, *, epsilon, rounds, total=None, average=True, accountant=None, rng=None, threads=None)
+
+    A synthetic histogram answering ``workload`` privately, by MWEM (see the module).
+
+    Parameters
+    ----------
+    counts : array_like of int or float
+        The histogram: non-negative finite counts, of the workload's domain shape or flat
+        (C order).
+    workload : dpfast.linear.workloads.Workload
+        The queries, one of the workload classes of :mod:`dpfast.linear.workloads` (their
+        entries are in [0, 1]), with at least one query, over the domain of ``counts``.
+    epsilon : float
+        Privacy parameter of the whole release, > 0; charged once, before anything is drawn.
+    rounds : int
+        Number of rounds ``T`` >= 1 (one query selected and measured in each).
+    total : float, optional
+        The number of records, if public (> 0). ``None``: measured with 5% of ``epsilon``.
+    average : bool, optional
+        Release the mean of the rounds' histograms (default) or the last one.
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`. The result for a given ``rng`` state does
+        not depend on ``threads``.
+
+    Returns
+    -------
+    MWEMRelease
+
+    Raises
+    ------
+    TypeError, ValueError
+        For any invalid argument, before anything is charged or drawn.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``; nothing is drawn.
+
+    Notes
+    -----
+    ``epsilon``-DP (up to the floating-point terms in the module documentation) by basic
+    composition: the total at ``0.05 epsilon`` (if measured), and ``2 T`` releases of
+    ``eps_R / (2 T)`` each. Each round costs one ``workload.answer``, at most one
+    ``workload.query`` and a few passes over the cells.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> from dpfast import mwem
+    >>> from dpfast.linear.workloads import Marginals
+    >>> counts = np.random.default_rng(0).poisson(50.0, size=(4, 3, 5))
+    >>> acct = dp.Accountant()
+    >>> rel = mwem(counts, Marginals((4, 3, 5), k=2), epsilon=2.0, rounds=10,
+    ...            accountant=acct, rng=3)
+    >>> rel.synthetic.shape, acct.spent
+    ((4, 3, 5), (2.0, 0.0))
+    >>> bool(np.abs(rel.synthetic.sum() - counts.sum()) < 100)
+    True
+    """
+    func = "mwem"
+    plan = _plan(counts, workload, epsilon, rounds, total, average, func)
+    return release(func, accountant, plan.epsilon, 0.0, rng, threads,
+                   plan.workload.n_queries, _run, plan)
+
+
+def mwem_error_bound(n: float, n_cells: int, n_queries: int, *, epsilon: float,
+                     rounds: int) -> float:
+    """mwem_error_bound(n, n_cells, n_queries, *, epsilon, rounds)
+
+    Theorem 2.2 of Hardt, Ligett & McSherry (2012): with probability at least
+    ``1 - 2 T / |Q|``, every query's answer on MWEM's averaged histogram is within
+    ``2 n sqrt(ln |X| / T) + 10 T ln |Q| / epsilon`` of its answer on the data.
+
+    Queries are unnormalised counts (``q . x`` with entries of ``q`` in [0, 1]), ``n`` is
+    the number of records, ``|X|`` the number of cells, ``|Q|`` the number of queries,
+    ``T`` the rounds and ``epsilon`` the budget of the rounds (``eps_R`` in the module:
+    ``epsilon`` minus any part spent measuring the total). Logarithms are natural. The
+    probability is only meaningful for ``|Q| > 2 T``.
+
+    Examples
+    --------
+    >>> from dpfast import mwem_error_bound
+    >>> round(mwem_error_bound(10_000, 1024, 500, epsilon=1.0, rounds=30))
+    11478
+    """
+    func = "mwem_error_bound"
+    records = _v.check_real(n, "n", func, low_open=False)
+    cells = _check_count(n_cells, "n_cells", func)
+    queries = _check_count(n_queries, "n_queries", func)
+    eps = _v.check_epsilon(epsilon, func)
+    t = _check_count(rounds, "rounds", func)
+    return 2.0 * records * math.sqrt(math.log(cells) / t) + 10.0 * t * math.log(queries) / eps
+
+
+# -- checks: everything before the charge ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A checked call: the data, its true answers and the noise parameters."""
+
+    x: NDArray[np.float64]               # flat counts
+    workload: _wl.Workload
+    truth: NDArray[np.float64]           # workload.answer(x)
+    total: float | None                  # public total, or None to measure it
+    epsilon: float
+    total_epsilon: float
+    rounds: int
+    average: bool
+    em_a: float                          # selection weights exp(em_a * (u - max u))
+    grid: tuple[float, float]            # (g, t) of the measurements' Laplace noise
+    total_grid: tuple[float, float]      # (g, t) of the total's Laplace noise
+
+
+def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int,
+          total: float | None, average: bool, func: str) -> _Plan:
+    eps = _v.check_epsilon(epsilon, func)
+    t = _check_count(rounds, "rounds", func)
+    avg = _v.check_bool(average, "average", func)
+    wl = _check_workload(workload, func)
+    x = _check_counts(counts, wl, func)
+    public = None if total is None else _v.check_real(total, "total", func)
+    eps_total = 0.0 if public is not None else TOTAL_FRACTION * eps
+    eps_rounds = eps - eps_total
+    # Selection at eps_R / (2T) with sensitivity 1: noise scale 2 / that, as in selection.py.
+    em_scale = _scale(4.0 * t / eps_rounds, 2.0**-1022, 2.0**1001, func)
+    grid = laplace_grid(_scale(2.0 * t / eps_rounds, _v.MIN_SCALE, _v.MAX_SCALE, func))
+    total_grid = laplace_grid(_scale(1.0 / eps_total, _v.MIN_SCALE, _v.MAX_SCALE, func)) \
+        if public is None else (1.0, 1.0)
+    truth = wl.answer(x)
+    _check_grid(float(truth.max()), grid[0], "the largest query answer", func)
+    if public is None:
+        _check_grid(float(x.sum()), total_grid[0], "the total", func)
+    return _Plan(x, wl, truth, public, eps, eps_total, t, avg, 1.0 / em_scale, grid,
+                 total_grid)
+
+
+def _check_count(value: object, name: str, func: str) -> int:
+    """A positive int (numpy ints too, bools refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"The {name!r} parameter of {func} must be an int >= 1. "
+                        f"Got {value!r} instead.")
+    if value < 1:
+        raise ValueError(f"The {name!r} parameter of {func} must be an int >= 1. "
+                         f"Got {value!r} instead.")
+    return int(value)
+
+
+def _check_workload(workload: object, func: str) -> _wl.Workload:
+    if not isinstance(workload, _TRUSTED):
+        names = ", ".join(c.__name__ for c in _TRUSTED)
+        raise TypeError(f"The 'workload' parameter of {func} must be a dpfast workload "
+                        f"({names}). Got {_v.describe(workload)} instead.")
+    if not 1 <= workload.n_queries <= _wl.MAX_ANSWERS:
+        raise ValueError(f"The 'workload' parameter of {func} must have between 1 and "
+                         f"{_wl.MAX_ANSWERS} queries. Got {workload!r} instead.")
+    return workload
+
+
+def _check_counts(counts: ArrayLike, wl: _wl.Workload, func: str) -> NDArray[np.float64]:
+    """Flat float64 counts: numeric, finite, non-negative, with the workload's cells."""
+    data, _ = _v.check_data(counts, "counts", func)
+    if data.size and _v.value_range(data)[0] < 0:
+        raise ValueError(f"The 'counts' parameter of {func} must be non-negative. Got an "
+                         f"entry {data.min().item()!r} instead.")
+    if data.size != wl.n_cells or (data.ndim > 1 and data.shape != wl.domain):
+        raise ValueError(f"The 'workload' parameter of {func} must have the domain of "
+                         f"'counts' ({data.shape}, or flat with {data.size} cells). Got "
+                         f"{wl!r} instead.")
+    return np.asarray(data, dtype=np.float64).reshape(-1)
+
+
+def _scale(scale: float, low: float, high: float, func: str) -> float:
+    """A noise scale of the release, within the kernels' range."""
+    if not low <= scale <= high:
+        raise ValueError(f"The 'epsilon' and 'rounds' parameters of {func} must give noise "
+                         f"scales in [{low:g}, {high:g}]. Got a scale of {scale:g} instead.")
+    return scale
+
+
+def _check_grid(value: float, g: float, what: str, func: str) -> None:
+    """The grid Laplace kernel adds noise exactly to values up to 2**52 grid steps."""
+    if not value <= 2.0**52 * g:
+        raise ValueError(f"The 'counts' parameter of {func} must keep {what} within 2**52 "
+                         f"steps of the noise grid ({2.0**52 * g:g} at this epsilon and "
+                         f"number of rounds). Got {value!r} instead.")
+
+
+# -- the release: a kernel(generator, threads, plan) -----------------------------------
+
+
+def _run(gen: _native.ChaCha20, threads: int, plan: _Plan) -> MWEMRelease:
+    """All rounds of MWEM on a checked plan, drawing from ``gen``."""
+    n = plan.total if plan.total is not None else _noisy_total(gen, threads, plan)
+    state = _Atoms(plan.x.size, n)
+    xhat = state.histogram()
+    mean = np.zeros(plan.x.size) if plan.average else None
+    measured: dict[int, list[float]] = {}    # query -> clamped measurements; row order
+    selected = np.empty(plan.rounds, dtype=np.int64)
+    values = np.empty(plan.rounds)
+    for r in range(plan.rounds):
+        i = _select(gen, threads, plan, xhat)
+        selected[r] = i
+        values[r] = _native.laplace_scalar(gen, threads, plan.grid[1], plan.grid[0],
+                                           float(plan.truth[i]))
+        if i not in measured:
+            measured[i] = []
+            state.add(plan.workload.query(i))
+        measured[i].append(min(max(float(values[r]), 0.0), n))
+        targets = [sum(m) / len(m) for m in measured.values()]
+        for _ in range(MWEM_PASSES):
+            for j, target in enumerate(targets):
+                state.update(j, target)
+        xhat = state.histogram()
+        if mean is not None:
+            mean += xhat
+    flat = xhat if mean is None else mean * (n / mean.sum())
+    synthetic = flat.reshape(plan.workload.domain)
+    return MWEMRelease(synthetic, plan.workload.answer(synthetic), selected, values,
+                       plan.epsilon, plan.rounds, n, plan.total_epsilon)
+
+
+def _noisy_total(gen: _native.ChaCha20, threads: int, plan: _Plan) -> float:
+    """The total with Laplace noise of scale 1 / total_epsilon, at least 1."""
+    g, t = plan.total_grid
+    return max(_native.laplace_scalar(gen, threads, t, g, float(plan.x.sum())), 1.0)
+
+
+def _select(gen: _native.ChaCha20, threads: int, plan: _Plan, xhat: NDArray[np.float64],
+            ) -> int:
+    """The exponential mechanism on the errors ``|q . x - q . x_hat|`` of every query."""
+    u = np.ascontiguousarray(np.abs(plan.truth - plan.workload.answer(xhat)))
+    return _native.exponential_mechanism(gen, threads, u, float(u.max()), plan.em_a)
+
+
+class _Atoms:
+    """``x_hat`` as a value per atom: the cells on which every measured query has the same
+    entry. Multiplicative weights from the uniform histogram keep ``x_hat`` constant on each
+    atom, so the updates work on atoms (usually far fewer than the cells); only adding a
+    query (splitting atoms by its row) and reading the histogram touch every cell.
+
+    ``atom``: each cell's atom; ``size``: cells per atom; ``value``: ``x_hat`` on each of
+    the atom's cells; ``entries[j]``: the ``j``-th measured query's entry on each atom.
+    """
+
+    def __init__(self, n_cells: int, total: float):
+        self.total = total
+        self.atom = np.zeros(n_cells, dtype=np.intp)
+        self.size = np.array([float(n_cells)])
+        self.value = np.array([total / n_cells])
+        self.entries = np.empty((0, 1))
+
+    def add(self, row: NDArray[np.float64]) -> None:
+        """Split the atoms by a new query's row and record its entries."""
+        levels, code = _levels(row)
+        k = levels.size
+        keys, self.atom = _relabel(self.atom * k + code, self.size.size * k)
+        parent = keys // k
+        self.size = np.bincount(self.atom, minlength=keys.size).astype(np.float64)
+        self.value = self.value[parent]
+        self.entries = np.vstack((self.entries[:, parent], levels[keys % k]))
+
+    def update(self, j: int, m: float) -> None:
+        """``x_hat *= exp(q * (m - q . x_hat) / (2 total))`` for the ``j``-th measured query,
+        renormalised to the total."""
+        q = self.entries[j]
+        estimate = float(np.sum(q * self.size * self.value))
+        self.value *= np.exp(q * ((m - estimate) / (2.0 * self.total)))
+        self.value *= self.total / float(np.sum(self.size * self.value))
+
+    def histogram(self) -> NDArray[np.float64]:
+        """``x_hat`` over the cells (flat)."""
+        return self.value[self.atom]
+
+
+def _levels(row: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """The distinct entries of a row and each cell's index among them (one pass for the
+    usual 0/1 rows)."""
+    if bool(np.all((row == 0.0) | (row == 1.0))):
+        return np.array([0.0, 1.0]), row.astype(np.intp)
+    levels, code = np.unique(row, return_inverse=True)
+    return levels, code.reshape(-1).astype(np.intp)
+
+
+def _relabel(key: NDArray[np.intp], n_keys: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The distinct values of ``key`` (in ``[0, n_keys)``), in increasing order, and each
+    element's index among them: by counting when ``n_keys`` is small, else by sorting."""
+    if n_keys <= 4 * key.size:
+        keys = np.flatnonzero(np.bincount(key, minlength=n_keys))
+        index = np.zeros(n_keys, dtype=np.intp)
+        index[keys] = np.arange(keys.size)
+        return keys, index[key]
+    keys, inverse = np.unique(key, return_inverse=True)
+    return keys.astype(np.intp), inverse.reshape(-1).astype(np.intp)

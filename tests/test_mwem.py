@@ -1,0 +1,357 @@
+"""MWEM (dpfast.linear.multiplicative_weights): reproducible from a seed, one charge, nothing spent or drawn on
+bad input, accurate (better than the uniform histogram, within the paper's bound), and the
+same whatever the thread count. Deterministic seeds throughout; no timing assertions."""
+import doctest
+import math
+
+import numpy as np
+import pytest
+
+import dpfast as dp
+from dpfast.linear import multiplicative_weights as mwem_module
+from dpfast.linear.multiplicative_weights import MWEMRelease, mwem, mwem_error_bound
+from dpfast.linear.workloads import (Conjunctions, Explicit, Identity, Marginals, Prefixes,
+                                     Ranges, Workload)
+from refusals import rng_state, spends_nothing
+
+NAN, INF = float("nan"), float("inf")
+
+
+def bumpy(n, seed=0, total=100_000):
+    """A 1-D histogram with a few bumps (something the uniform histogram answers badly)."""
+    i = np.arange(n)
+    shape = (np.exp(-((i - 0.2 * n) / (0.05 * n)) ** 2)
+             + 0.5 * np.exp(-((i - 0.7 * n) / (0.1 * n)) ** 2))
+    return np.random.default_rng(seed).multinomial(total, shape / shape.sum())
+
+
+def correlated(domain, seed=0, total=200_000):
+    """A multi-dimensional histogram with dependent attributes."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(math.prod(domain), 0.3))
+    return rng.multinomial(total, p).reshape(domain)
+
+
+def max_error(rel, workload, counts):
+    return float(np.abs(rel.answers - workload.answer(counts)).max())
+
+
+def uniform_error(workload, counts):
+    u = np.full(workload.n_cells, counts.sum() / workload.n_cells)
+    return float(np.abs(workload.answer(u) - workload.answer(counts)).max())
+
+
+def used_accountant():
+    acct = dp.Accountant(epsilon=100.0)
+    acct.spend(0.25, label="earlier release")       # so "unchanged" is not "still zero"
+    return acct
+
+
+# -- the release ----------------------------------------------------------------------
+
+def test_release_fields():
+    counts = correlated((4, 3, 5))
+    wl = Marginals((4, 3, 5), k=2)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=7, accountant=dp.Accountant(), rng=1)
+    assert isinstance(rel, MWEMRelease)
+    assert rel.synthetic.shape == (4, 3, 5) and rel.synthetic.dtype == np.float64
+    assert np.all(rel.synthetic >= 0)
+    assert rel.synthetic.sum() == pytest.approx(rel.total, rel=1e-12)
+    assert np.array_equal(rel.answers, wl.answer(rel.synthetic))
+    assert rel.selected.shape == (7,) and rel.selected.dtype == np.int64
+    assert np.all((0 <= rel.selected) & (rel.selected < wl.n_queries))
+    assert rel.measurements.shape == (7,) and rel.measurements.dtype == np.float64
+    assert (rel.epsilon, rel.rounds) == (1.0, 7)
+    assert rel.total_epsilon == pytest.approx(0.05)
+    # The measured total is close to the true one (Laplace of scale 20).
+    assert abs(rel.total - counts.sum()) < 400
+
+
+def test_public_total_is_used_and_costs_nothing_extra():
+    counts = bumpy(32)
+    rel = mwem(counts, Ranges(32), epsilon=1.0, rounds=5, total=12345.0,
+               accountant=dp.Accountant(), rng=2)
+    assert rel.total == 12345.0 and rel.total_epsilon == 0.0
+    assert rel.synthetic.sum() == pytest.approx(12345.0, rel=1e-12)
+
+
+def test_same_seed_same_release_and_other_seeds_differ():
+    counts, wl = correlated((5, 4, 3)), Marginals((5, 4, 3), k=2)
+    runs = [mwem(counts, wl, epsilon=0.5, rounds=8, accountant=dp.Accountant(), rng=seed)
+            for seed in (11, 11, 12)]
+    assert np.array_equal(runs[0].synthetic, runs[1].synthetic)
+    assert np.array_equal(runs[0].selected, runs[1].selected)
+    assert np.array_equal(runs[0].measurements, runs[1].measurements)
+    assert not np.array_equal(runs[0].synthetic, runs[2].synthetic)
+    assert not np.array_equal(runs[0].measurements, runs[2].measurements)
+
+
+def test_known_answer_on_a_fixed_seed():
+    # Ranges over a 3-bump histogram at a large epsilon, pinned so that any change to the
+    # draws or the updates shows up here. The first pick, [3, 6), is the range the uniform
+    # start answers worst (375 against 50).
+    counts = np.array([0, 50, 400, 50, 0, 0, 300, 200])
+    wl = Ranges(8)
+    rel = mwem(counts, wl, epsilon=200.0, rounds=4, total=1000, accountant=dp.Accountant(),
+               rng=2024)
+    lo, hi = wl.bounds()
+    assert [(int(lo[i]), int(hi[i])) for i in rel.selected] == [(3, 6), (0, 2), (2, 4), (6, 7)]
+    np.testing.assert_allclose(rel.measurements, [49.985949121415615, 49.98697064816952,
+                                                  450.03768487274647, 299.9811137467623],
+                               rtol=1e-12)
+    # Each measurement is within a few noise scales (2 T / eps = 0.04) of the truth.
+    assert np.all(np.abs(rel.measurements - wl.answer(counts)[rel.selected]) < 0.5)
+    again = mwem(counts, wl, epsilon=200.0, rounds=4, total=1000, accountant=dp.Accountant(),
+                 rng=dp.ChaCha20(2024))
+    assert np.array_equal(rel.synthetic, again.synthetic)
+
+
+def test_flat_and_shaped_counts_give_the_same_release():
+    counts, wl = correlated((3, 4, 2)), Marginals((3, 4, 2), k=2)
+    a = mwem(counts, wl, epsilon=1.0, rounds=6, accountant=dp.Accountant(), rng=5)
+    b = mwem(counts.ravel(), wl, epsilon=1.0, rounds=6, accountant=dp.Accountant(), rng=5)
+    c = mwem(counts.astype(np.float64), wl, epsilon=1.0, rounds=6,
+             accountant=dp.Accountant(), rng=5)
+    assert np.array_equal(a.synthetic, b.synthetic)
+    assert np.array_equal(a.synthetic, c.synthetic)
+
+
+def test_non_native_byte_order_gives_the_native_release():
+    counts, wl = correlated((3, 4, 2)), Marginals((3, 4, 2), k=2)
+    a = mwem(counts, wl, epsilon=1.0, rounds=4, accountant=dp.Accountant(), rng=9)
+    b = mwem(counts.astype(">i8"), wl, epsilon=1.0, rounds=4, accountant=dp.Accountant(),
+             rng=9)
+    assert np.array_equal(a.synthetic, b.synthetic)
+
+
+def test_average_and_last():
+    counts, wl = bumpy(64), Ranges(64)
+    avg = mwem(counts, wl, epsilon=2.0, rounds=15, total=100_000,
+               accountant=dp.Accountant(), rng=8)
+    last = mwem(counts, wl, epsilon=2.0, rounds=15, total=100_000, average=False,
+                accountant=dp.Accountant(), rng=8)
+    # Same draws (selections depend only on the per-round histograms, not the average).
+    assert np.array_equal(avg.selected, last.selected)
+    assert not np.array_equal(avg.synthetic, last.synthetic)
+    for rel in (avg, last):
+        assert rel.synthetic.sum() == pytest.approx(100_000, rel=1e-12)
+
+
+def test_tiny_domain_huge_epsilon_recovers_the_truth():
+    counts = np.array([100, 200, 300, 400])
+    for wl in (Identity(4), Ranges(4), Prefixes(4)):
+        rel = mwem(counts, wl, epsilon=1e4, rounds=40, average=False,
+                   accountant=dp.Accountant(), rng=3)
+        assert abs(rel.total - 1000) < 0.1
+        np.testing.assert_allclose(rel.synthetic, counts, atol=5.0)
+        assert max_error(rel, wl, counts) < 10.0
+
+
+def replay(workload, rel, average=True):
+    """MWEM's updates done the textbook way, on the release's own selections and
+    measurements: dense rows, each update renormalised at once, every measured query (at the
+    mean of its measurements, clamped to [0, n]) updated MWEM_PASSES times per round."""
+    n = rel.total
+    xhat = np.full(workload.n_cells, n / workload.n_cells)
+    measured, rounds = {}, []
+    for i, m in zip(rel.selected.tolist(), rel.measurements.tolist(), strict=True):
+        measured.setdefault(i, []).append(min(max(m, 0.0), n))
+        for _ in range(mwem_module.MWEM_PASSES):
+            for j, ms in measured.items():
+                q = workload.query(j)
+                xhat = xhat * np.exp(q * (np.mean(ms) - q @ xhat) / (2 * n))
+                xhat *= n / xhat.sum()
+        rounds.append(xhat)
+    return np.mean(rounds, axis=0) if average else xhat
+
+
+@pytest.mark.parametrize("workload, counts, average", [
+    (Ranges(40), bumpy(40, 1), True),
+    (Marginals((4, 3, 5), k=2), correlated((4, 3, 5), 2), False),
+    (Conjunctions(4, negations=True), correlated((2,) * 4, 3), True),
+    (Explicit(np.random.default_rng(5).random((12, 30)) ** 2), bumpy(30, 4), True)],
+    ids=["ranges", "marginals", "conjunctions", "explicit"])
+def test_updates_match_the_textbook_updates(workload, counts, average):
+    # At this small epsilon the marginals and explicit cases select a query twice.
+    rel = mwem(counts, workload, epsilon=0.3, rounds=12, average=average,
+               accountant=dp.Accountant(), rng=6)
+    if workload.n_queries < 50:
+        assert len(set(rel.selected.tolist())) < rel.rounds
+    np.testing.assert_allclose(rel.synthetic.ravel(), replay(workload, rel, average),
+                               rtol=1e-9, atol=1e-9 * rel.total)
+
+
+# -- accuracy -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(4))
+def test_beats_uniform_and_stays_within_the_bound_on_ranges(seed):
+    counts, wl = bumpy(64, seed), Ranges(64)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=30, total=int(counts.sum()),
+               accountant=dp.Accountant(), rng=seed)
+    error = max_error(rel, wl, counts)
+    assert error < 0.25 * uniform_error(wl, counts)
+    assert error < 0.05 * counts.sum()
+    assert error < rel.error_bound()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_beats_uniform_and_stays_within_the_bound_on_marginals(seed):
+    domain = (6, 5, 4, 3)
+    counts, wl = correlated(domain, seed), Marginals(domain, k=2)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=30, total=int(counts.sum()),
+               accountant=dp.Accountant(), rng=seed)
+    error = max_error(rel, wl, counts)
+    assert error < 0.5 * uniform_error(wl, counts)
+    assert error < 0.05 * counts.sum()
+    assert error < rel.error_bound()
+    assert rel.error_bound() == mwem_error_bound(counts.sum(), counts.size, wl.n_queries,
+                                                 epsilon=1.0, rounds=30)
+
+
+def test_measured_total_still_beats_uniform():
+    counts, wl = bumpy(128, 7), Ranges(128)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=25, accountant=dp.Accountant(), rng=7)
+    assert max_error(rel, wl, counts) < 0.25 * uniform_error(wl, counts)
+
+
+def test_other_workloads():
+    # Conjunctions (every subset of 6 boolean attributes) and an explicit 0/1 matrix.
+    counts = correlated((2,) * 6, 1)
+    wl = Conjunctions(6)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=20, accountant=dp.Accountant(), rng=4)
+    assert max_error(rel, wl, counts) < 0.5 * uniform_error(wl, counts)
+    matrix = (np.random.default_rng(2).random((40, 50)) < 0.3).astype(float)
+    matrix[:, :5] *= 0.5                           # entries in [0, 1], not only 0/1
+    wl = Explicit(matrix)
+    counts = bumpy(50, 2)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=20, total=int(counts.sum()),
+               accountant=dp.Accountant(), rng=4)
+    assert max_error(rel, wl, counts) < 0.5 * uniform_error(wl, counts)
+
+
+def test_error_bound_formula():
+    got = mwem_error_bound(10_000, 1024, 500, epsilon=1.0, rounds=30)
+    want = 2 * 10_000 * math.sqrt(math.log(1024) / 30) + 10 * 30 * math.log(500) / 1.0
+    assert got == pytest.approx(want, rel=1e-15)
+    assert mwem_error_bound(0, 1, 1, epsilon=1.0, rounds=1) == 0.0
+    for kwargs, exc in [({"n": -1.0}, ValueError), ({"n_cells": 0}, ValueError),
+                        ({"n_queries": 1.5}, TypeError), ({"epsilon": 0.0}, ValueError),
+                        ({"rounds": True}, TypeError), ({"n": NAN}, ValueError)]:
+        args = {"n": 100.0, "n_cells": 10, "n_queries": 10, "epsilon": 1.0, "rounds": 5,
+                **kwargs}
+        with pytest.raises(exc, match=next(iter(kwargs))):
+            mwem_error_bound(args["n"], args["n_cells"], args["n_queries"],
+                             epsilon=args["epsilon"], rounds=args["rounds"])
+
+
+# -- budget and refusals -----------------------------------------------------------------
+
+def test_one_charge_of_exactly_epsilon():
+    for total in (None, 1000):
+        acct = dp.Accountant(epsilon=0.7)
+        mwem(bumpy(16), Ranges(16), epsilon=0.7, rounds=12, total=total, accountant=acct,
+             rng=1)
+        assert acct.spent == (0.7, 0.0) and len(acct) == 1
+        assert acct.ledger[0] == (0.7, 0.0, "mwem")
+
+
+def test_default_accountant_is_charged():
+    before = dp.default_accountant().spent[0]
+    mwem(bumpy(8), Prefixes(8), epsilon=0.125, rounds=2, rng=1)
+    assert dp.default_accountant().spent[0] == pytest.approx(before + 0.125)
+
+
+def test_refused_budget_draws_nothing():
+    acct, rng = dp.Accountant(epsilon=0.5), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
+        mwem(bumpy(8), Prefixes(8), epsilon=1.0, rounds=3, accountant=acct, rng=rng)
+
+
+class _Custom(Workload):
+    """A workload dpfast cannot vouch for (its rows could exceed 1)."""
+    domain, n_queries = (4,), 1
+
+    def _answer(self, x):
+        return np.array([10.0 * x.sum()])
+
+    def _adjoint(self, y):
+        return np.full(4, 10.0 * y[0])
+
+
+COUNTS = np.array([[3, 0, 7], [1, 2, 5]])
+GOOD = {"counts": COUNTS, "workload": Marginals((2, 3), k=1), "epsilon": 1.0, "rounds": 3}
+masked = np.ma.masked_array(COUNTS, mask=COUNTS > 4)
+BAD = [
+    ({"epsilon": 0.0}, ValueError, "epsilon"), ({"epsilon": -1.0}, ValueError, "epsilon"),
+    ({"epsilon": NAN}, ValueError, "epsilon"), ({"epsilon": INF}, ValueError, "epsilon"),
+    ({"epsilon": "1"}, TypeError, "epsilon"), ({"epsilon": 5e-324}, ValueError, "epsilon"),
+    ({"rounds": 0}, ValueError, "rounds"), ({"rounds": -2}, ValueError, "rounds"),
+    ({"rounds": 1.5}, TypeError, "rounds"), ({"rounds": True}, TypeError, "rounds"),
+    ({"rounds": "3"}, TypeError, "rounds"),
+    ({"counts": [[3, 0, NAN], [1, 2, 5]]}, ValueError, "counts"),
+    ({"counts": [[3, 0, INF], [1, 2, 5]]}, ValueError, "counts"),
+    ({"counts": [[3, 0, -1], [1, 2, 5]]}, ValueError, "counts"),
+    ({"counts": [["a", "b", "c"], ["d", "e", "f"]]}, TypeError, "counts"),
+    ({"counts": COUNTS > 2}, TypeError, "counts"),
+    ({"counts": COUNTS + 1j}, TypeError, "counts"),
+    ({"counts": masked}, TypeError, "counts"),
+    ({"counts": [[3, 0], [1, 2, 5]]}, ValueError, "counts"),
+    ({"counts": [[1e300, 0, 7], [1, 2, 5]]}, ValueError, "counts"),
+    ({"counts": COUNTS.T}, ValueError, "workload"),
+    ({"counts": COUNTS.ravel()[:5]}, ValueError, "workload"),
+    ({"workload": Ranges(5)}, ValueError, "workload"),
+    ({"workload": np.eye(6)}, TypeError, "workload"),
+    ({"workload": _Custom()}, TypeError, "workload"),
+    ({"workload": Explicit(np.zeros((0, 6)))}, ValueError, "workload"),
+    ({"total": 0}, ValueError, "total"), ({"total": -5.0}, ValueError, "total"),
+    ({"total": NAN}, ValueError, "total"), ({"total": INF}, ValueError, "total"),
+    ({"total": "18"}, TypeError, "total"),
+    ({"average": "yes"}, TypeError, "average"), ({"average": 1}, TypeError, "average"),
+    ({"rng": "seed"}, TypeError, "rng"), ({"rng": np.random.default_rng(1)}, TypeError, "rng"),
+    ({"threads": 0}, ValueError, "threads"), ({"threads": 1.5}, TypeError, "threads"),
+    ({"accountant": "acct"}, TypeError, "accountant"),
+]
+
+
+@pytest.mark.parametrize("overrides, exc, name", BAD,
+                         ids=[f"{n}-{i}" for i, (_, _, n) in enumerate(BAD)])
+def test_bad_input_spends_nothing_and_draws_nothing(overrides, exc, name):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    kwargs = {**GOOD, "accountant": acct, "rng": rng, **overrides}
+    counts, workload = kwargs.pop("counts"), kwargs.pop("workload")
+    with spends_nothing(acct, rng), pytest.raises(exc) as info:
+        mwem(counts, workload, **kwargs)
+    assert not isinstance(info.value, dp.BudgetExceededError)
+    assert f"'{name}'" in str(info.value)
+
+
+def test_good_input_spends_and_draws():
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    spent, state = acct.spent, rng_state(rng)
+    rel = mwem(**{k: v for k, v in GOOD.items() if k not in ("counts", "workload")},
+               counts=GOOD["counts"], workload=GOOD["workload"], accountant=acct, rng=rng)
+    assert acct.spent[0] == pytest.approx(spent[0] + 1.0) and len(acct) == 2
+    assert rng_state(rng) != state
+    assert rel.synthetic.shape == (2, 3)
+
+
+# -- threads ---------------------------------------------------------------------------
+
+def test_threads_do_not_change_the_release():
+    # More than one chunk (65,536) of utilities, so the selection kernel really uses the
+    # threads; several rounds and a measured total.
+    n = 150_000
+    counts = np.random.default_rng(0).poisson(np.linspace(0.0, 4.0, n))
+    releases = [mwem(counts, Identity(n), epsilon=5.0, rounds=4, accountant=dp.Accountant(),
+                     rng=21, threads=t) for t in (1, 2, 1)]
+    for rel in releases[1:]:
+        assert np.array_equal(rel.synthetic, releases[0].synthetic)
+        assert np.array_equal(rel.selected, releases[0].selected)
+        assert np.array_equal(rel.measurements, releases[0].measurements)
+        assert rel.total == releases[0].total
+
+
+def test_docstring_examples():
+    result = doctest.testmod(mwem_module,
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
