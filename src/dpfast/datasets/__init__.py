@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["load_adult", "ADULT_COLUMNS", "ADULT_NUMERIC"]
+__all__ = ["load_adult", "ADULT_COLUMNS", "ADULT_NUMERIC", "ADULT_CATEGORIES"]
 
 ADULT_COLUMNS = (
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
@@ -26,6 +26,25 @@ ADULT_COLUMNS = (
 )
 ADULT_NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
                  "hours-per-week")
+#: The categories of each categorical column as the dataset's documentation (adult.names)
+#: lists them, "?" (missing) added: public, so usable as the keys of a release.
+ADULT_CATEGORIES: "dict[str, tuple[str, ...]]" = {
+    "workclass": ("Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov",
+                  "State-gov", "Without-pay", "Never-worked", "?"),
+    "education": ("Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm",
+                  "Assoc-voc", "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th",
+                  "Doctorate", "5th-6th", "Preschool"),
+    "marital-status": ("Married-civ-spouse", "Divorced", "Never-married", "Separated",
+                       "Widowed", "Married-spouse-absent", "Married-AF-spouse"),
+    "occupation": ("Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial",
+                   "Prof-specialty", "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical",
+                   "Farming-fishing", "Transport-moving", "Priv-house-serv", "Protective-serv",
+                   "Armed-Forces", "?"),
+    "relationship": ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative",
+                     "Unmarried"),
+    "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
+    "sex": ("Female", "Male"),
+}
 _FILES = {"train": ("adult.data.csv.gz",), "test": ("adult.test.csv.gz",),
           "all": ("adult.data.csv.gz", "adult.test.csv.gz")}
 

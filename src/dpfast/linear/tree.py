@@ -134,6 +134,16 @@ def _noise_variance(integer: bool, scale: float) -> float:
     return g * g * 2 * q / (1 - q) ** 2
 
 
+def _sum_groups(a: NDArray[np.float64], b: int,
+                out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Sums of consecutive groups of b along axis 0 (for 1-D arrays, one compiled pass)."""
+    if a.ndim == 1 and a.flags.c_contiguous:
+        dest = np.empty(a.size // b) if out is None else out
+        _native.sum_groups(a, b, dest)
+        return dest
+    return np.add.reduce(a.reshape((-1, b) + a.shape[1:]), axis=1, out=out)
+
+
 class _Tree1D:
     """One axis's tree: its shape, weights and the two consistency passes along axis 0."""
 
@@ -169,7 +179,7 @@ class _Tree1D:
         levels, start = [level], self.leaves
         for size in sizes[1:]:
             parent = nodes[start:start + size]
-            np.add.reduce(level.reshape(-1, self.b), axis=1, out=parent)
+            _sum_groups(level, self.b, out=parent)
             levels.append(parent)
             level, start = parent, start + size
         return nodes, levels
@@ -184,7 +194,7 @@ class _Tree1D:
         z, sums = [noisy[0]], []
         var = 1.0 / self.weights[0]
         for level in range(1, self.h + 1):
-            s = z[-1].reshape((-1, b) + z[-1].shape[1:]).sum(axis=1)
+            s = _sum_groups(z[-1], b)
             sums.append(s)
             vs = b * var
             w = self.weights[level]
@@ -199,10 +209,14 @@ class _Tree1D:
                 var = vs
         est = z[self.h]                                    # the root
         for level in range(self.h - 1, -1, -1):
-            child = z[level].reshape((-1, b) + z[level].shape[1:])
             gap = (est - sums[level]) / b
-            child += gap[:, np.newaxis]
-            est = child.reshape(z[level].shape)
+            if z[level].ndim == 1 and z[level].flags.c_contiguous:
+                _native.add_to_groups(z[level], b, gap)
+                est = z[level]
+            else:
+                child = z[level].reshape((-1, b) + z[level].shape[1:])
+                child += gap[:, np.newaxis]
+                est = child.reshape(z[level].shape)
         return est
 
     def variance_factor(self, lo: NDArray[np.int64], hi: NDArray[np.int64]) -> NDArray[Any]:
