@@ -455,7 +455,7 @@ def _check_columns(columns: object, func: str) -> list[Hashable]:
     return names
 
 
-def crosstab(frame: Any, columns: Any, *, epsilon: float, keys: Mapping[Hashable, Any],
+def crosstab(frame: Any, columns: Any, *, epsilon: float, keys: Mapping[Any, Any],
              accountant: AccountantLike | None = None, rng: RngLike = None,
              threads: int | None = None) -> Any:
     """crosstab(frame, columns, *, epsilon, keys, accountant=None, rng=None, threads=None)
@@ -676,7 +676,7 @@ class MarginalRelease(Mapping[tuple[Hashable, ...], Any]):
 
 def marginals(frame_or_counts: Any, *, epsilon: float, k: int | None = 2,
               workload: Any = None, method: str | None = None,
-              keys: Mapping[Hashable, Any] | None = None,
+              keys: Mapping[Any, Any] | None = None,
               accountant: AccountantLike | None = None, rng: RngLike = None,
               threads: int | None = None) -> MarginalRelease:
     """marginals(frame_or_counts, *, epsilon, k=2, workload=None, method=None, keys=None, accountant=None, rng=None, threads=None)
@@ -914,7 +914,7 @@ def _domain_plan(domain: object, k: object, workload: object, func: str) -> _Pla
     return _plan(names, sizes, k, workload, func)
 
 
-def marginal_variance(domain: Mapping[Hashable, Any] | ArrayLike, *, epsilon: float,
+def marginal_variance(domain: Mapping[Any, Any] | ArrayLike, *, epsilon: float,
                       k: int | None = 2, workload: Any = None,
                       method: str | None = None) -> dict[tuple[Hashable, ...], float]:
     """marginal_variance(domain, *, epsilon, k=2, workload=None, method=None)
@@ -961,7 +961,7 @@ def marginal_variance(domain: Mapping[Hashable, Any] | ArrayLike, *, epsilon: fl
     return _variances(plan, how, eps)
 
 
-def marginal_error_bound(domain: Mapping[Hashable, Any] | ArrayLike, *, epsilon: float,
+def marginal_error_bound(domain: Mapping[Any, Any] | ArrayLike, *, epsilon: float,
                          beta: float = 0.05, k: int | None = 2, workload: Any = None,
                          method: str | None = None) -> dict[tuple[Hashable, ...], float]:
     """marginal_error_bound(domain, *, epsilon, beta=0.05, k=2, workload=None, method=None)
