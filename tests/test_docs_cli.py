@@ -191,3 +191,15 @@ def test_readme_linear_queries_example_runs():
     assert rel.estimate.shape == (100,)
     assert geo.counts[0][0] == geo.counts[1].sum() == geo.counts[2].sum()
     assert namespace["w"].sensitivity == 50 * 51
+
+
+def test_readme_marginals_example_runs():
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
+                 if "dp.marginals(" in b)
+    from dpfast.datasets import load_adult
+    namespace = {"np": np, "dp": dp, "load_adult": load_adult}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["table"].shape == (2, 5)
+    assert len(namespace["tables"]) == 3 and namespace["small"].database.sum() == namespace["small"].m
+    assert namespace["synth"].synthetic.shape == (64,)
