@@ -914,6 +914,16 @@ def _domain_plan(domain: object, k: object, workload: object, func: str) -> _Pla
     return _plan(names, sizes, k, workload, func)
 
 
+def _accuracy_plan(func: str, domain: Any, epsilon: float, k: int | None, workload: Any,
+                   method: str | None) -> tuple[Any, str, float]:
+    """The checked plan, method and epsilon of an accuracy function (no data involved)."""
+    eps = _v.check_epsilon(epsilon, func)
+    how = _check_method(method, func)
+    plan = _domain_plan(domain, k, workload, func)
+    _scale(len(plan.sets), eps, func)
+    return plan, how, eps
+
+
 def marginal_variance(domain: Mapping[Any, Any] | ArrayLike, *, epsilon: float,
                       k: int | None = 2, workload: Any = None,
                       method: str | None = None) -> dict[tuple[Hashable, ...], float]:
@@ -953,11 +963,7 @@ def marginal_variance(domain: Mapping[Any, Any] | ArrayLike, *, epsilon: float,
     >>> round(marginal_variance([2, 2, 2], epsilon=1.0)[(0, 1)] / v[(0, 1)], 4)
     0.5833
     """
-    func = "marginal_variance"
-    eps = _v.check_epsilon(epsilon, func)
-    how = _check_method(method, func)
-    plan = _domain_plan(domain, k, workload, func)
-    _scale(len(plan.sets), eps, func)
+    plan, how, eps = _accuracy_plan("marginal_variance", domain, epsilon, k, workload, method)
     return _variances(plan, how, eps)
 
 
@@ -1004,8 +1010,5 @@ def marginal_error_bound(domain: Mapping[Any, Any] | ArrayLike, *, epsilon: floa
     13.2
     """
     func = "marginal_error_bound"
-    eps = _v.check_epsilon(epsilon, func)
-    how = _check_method(method, func)
-    plan = _domain_plan(domain, k, workload, func)
-    _scale(len(plan.sets), eps, func)
+    plan, how, eps = _accuracy_plan(func, domain, epsilon, k, workload, method)
     return _error_bounds(plan, how, eps, beta, func)
