@@ -1,7 +1,9 @@
 """MWEM (dpfast.linear.multiplicative_weights): reproducible from a seed, one charge, nothing spent or drawn on
 bad input, accurate (better than the uniform histogram, within the paper's bound), and the
-same whatever the thread count. Deterministic seeds throughout; no timing assertions."""
+same whatever the thread count; with measure="queries" (the default) and measure="tables" (the option
+for Marginals). Deterministic seeds throughout; no timing assertions."""
 import doctest
+import itertools
 import math
 
 import numpy as np
@@ -49,18 +51,26 @@ def used_accountant():
 
 # -- the release ----------------------------------------------------------------------
 
-def test_release_fields():
+def table_sizes(workload, selected):
+    return [math.prod(workload.shapes[j]) for j in selected]
+
+
+@pytest.mark.parametrize("measure", ["queries", "tables"])
+def test_release_fields(measure):
     counts = correlated((4, 3, 5))
     wl = Marginals((4, 3, 5), k=2)
-    rel = mwem(counts, wl, epsilon=1.0, rounds=7, accountant=dp.Accountant(), rng=1)
-    assert isinstance(rel, MWEMRelease)
+    rel = mwem(counts, wl, epsilon=1.0, rounds=7, measure=measure,
+               accountant=dp.Accountant(), rng=1)
+    assert isinstance(rel, MWEMRelease) and rel.measure == measure
     assert rel.synthetic.shape == (4, 3, 5) and rel.synthetic.dtype == np.float64
     assert np.all(rel.synthetic >= 0)
     assert rel.synthetic.sum() == pytest.approx(rel.total, rel=1e-12)
     assert np.array_equal(rel.answers, wl.answer(rel.synthetic))
     assert rel.selected.shape == (7,) and rel.selected.dtype == np.int64
-    assert np.all((0 <= rel.selected) & (rel.selected < wl.n_queries))
-    assert rel.measurements.shape == (7,) and rel.measurements.dtype == np.float64
+    n_selectable = wl.n_queries if measure == "queries" else len(wl.attributes)
+    assert np.all((0 <= rel.selected) & (rel.selected < n_selectable))
+    n_values = 7 if measure == "queries" else sum(table_sizes(wl, rel.selected))
+    assert rel.measurements.shape == (n_values,) and rel.measurements.dtype == np.float64
     assert (rel.epsilon, rel.rounds) == (1.0, 7)
     assert rel.total_epsilon == pytest.approx(0.05)
     # The measured total is close to the true one (Laplace of scale 20).
@@ -173,7 +183,7 @@ def replay(workload, rel, average=True):
     ids=["ranges", "marginals", "conjunctions", "explicit"])
 def test_updates_match_the_textbook_updates(workload, counts, average):
     # At this small epsilon the marginals and explicit cases select a query twice.
-    rel = mwem(counts, workload, epsilon=0.3, rounds=12, average=average,
+    rel = mwem(counts, workload, epsilon=0.3, rounds=12, average=average, measure="queries",
                accountant=dp.Accountant(), rng=6)
     if workload.n_queries < 50:
         assert len(set(rel.selected.tolist())) < rel.rounds
@@ -199,7 +209,7 @@ def test_beats_uniform_and_stays_within_the_bound_on_marginals(seed):
     domain = (6, 5, 4, 3)
     counts, wl = correlated(domain, seed), Marginals(domain, k=2)
     rel = mwem(counts, wl, epsilon=1.0, rounds=30, total=int(counts.sum()),
-               accountant=dp.Accountant(), rng=seed)
+               measure="queries", accountant=dp.Accountant(), rng=seed)
     error = max_error(rel, wl, counts)
     assert error < 0.5 * uniform_error(wl, counts)
     assert error < 0.05 * counts.sum()
@@ -244,13 +254,154 @@ def test_error_bound_formula():
                              epsilon=args["epsilon"], rounds=args["rounds"])
 
 
+# -- measure="tables" ------------------------------------------------------------------
+
+def table_error(rel, workload, counts):
+    """The mean over the tables of the l1 error, over the number of records."""
+    l1 = np.abs(rel.answers - workload.answer(counts)).sum()
+    return float(l1) / float(counts.sum()) / len(workload.attributes)
+
+
+def test_measure_defaults_to_queries_the_papers_algorithm():
+    counts, wl = correlated((4, 3, 5)), Marginals((4, 3, 5), k=2)
+    default = mwem(counts, wl, epsilon=1.0, rounds=5, accountant=dp.Accountant(), rng=4)
+    queries = mwem(counts, wl, epsilon=1.0, rounds=5, measure="queries",
+                   accountant=dp.Accountant(), rng=4)
+    assert default.measure == "queries"
+    assert np.array_equal(default.synthetic, queries.synthetic)
+    assert np.array_equal(default.measurements, queries.measurements)
+    rel = mwem(bumpy(16), Ranges(16), epsilon=1.0, rounds=3, accountant=dp.Accountant(), rng=4)
+    assert rel.measure == "queries" and rel.measurements.shape == (3,)
+
+
+@pytest.mark.parametrize("workload", [Ranges(16), Identity(16), Prefixes(16), Explicit(np.eye(16)),
+                                      Conjunctions(4, negations=True)],
+                         ids=["ranges", "identity", "prefixes", "explicit", "conjunctions"])
+def test_tables_are_refused_for_other_workloads(workload):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(ValueError, match="'measure'"):
+        mwem(bumpy(16), workload, epsilon=1.0, rounds=3, measure="tables", accountant=acct,
+             rng=rng)
+
+
+def replay_tables(workload, rel, average=True):
+    """The table-mode updates done the textbook way, on the release's own selections and
+    measurements: each cell of a table a dense query row, all the cells of a table updated
+    at once from the same x_hat and then renormalised, every measured table (at the mean of
+    its measurements, each cell clamped to [0, n]) updated MWEM_PASSES times per round, in
+    the order first measured."""
+    n = rel.total
+    xhat = np.full(workload.n_cells, n / workload.n_cells)
+    rows = {j: np.array([workload.query(c) for c in
+                         range(workload.offsets[j], workload.offsets[j + 1])])
+            for j in set(rel.selected.tolist())}
+    parts = np.split(rel.measurements, np.cumsum(table_sizes(workload, rel.selected))[:-1])
+    measured, rounds = {}, []
+    for j, m in zip(rel.selected.tolist(), parts, strict=True):
+        measured.setdefault(j, []).append(np.clip(m, 0.0, n))
+        for _ in range(mwem_module.MWEM_PASSES):
+            for k, ms in measured.items():
+                q = rows[k]
+                xhat = xhat * np.exp(q.T @ (np.mean(ms, axis=0) - q @ xhat) / (2 * n))
+                xhat *= n / xhat.sum()
+        rounds.append(xhat)
+    return np.mean(rounds, axis=0) if average else xhat
+
+
+@pytest.mark.parametrize("workload, average, total", [
+    (Marginals((4, 3, 5), k=2), True, None),
+    (Marginals((3, 4, 2, 3), attributes=[(0, 1), (1, 2, 3), (3,), (0, 2)]), False, 5000.0),
+    (Marginals((5, 4, 3), k=3), True, 20_000.0),
+    (Marginals((3, 4, 5, 2, 16, 3), attributes=[(0, 4), (1, 2), (3, 5), (4, 5), (2,),
+                                                (0, 1, 3)]), False, None)],
+    ids=["pairs", "mixed-sets", "whole-domain", "blocks"])
+def test_table_updates_match_the_textbook_updates(workload, average, total):
+    # "blocks": more cells than mwem_module._BLOCK, so the updates work on leading axes and
+    # a trailing block of axes.
+    counts = correlated(workload.domain, 8, total=20_000)
+    rel = mwem(counts, workload, measure="tables", epsilon=0.3, rounds=12, total=total, average=average,
+               accountant=dp.Accountant(), rng=6)
+    assert rel.measure == "tables"
+    assert len(set(rel.selected.tolist())) < rel.rounds          # some table measured twice
+    np.testing.assert_allclose(rel.synthetic.ravel(), replay_tables(workload, rel, average),
+                               rtol=1e-9, atol=1e-9 * rel.total)
+
+
+def test_dense_helpers_match_numpy():
+    # The table updates sum and multiply over the leading axes and a trailing block of at
+    # least mwem_module._BLOCK cells; every attribute set of up to 3 attributes (and all 7)
+    # of a domain whose block starts at axis 4.
+    domain = (3, 4, 5, 2, 16, 8, 9)
+    assert mwem_module._split(domain) == 4
+    rng = np.random.default_rng(0)
+    x = rng.random(domain)
+    sets = [s for k in (1, 2, 3) for s in itertools.combinations(range(7), k)]
+    for keep in sets + [tuple(range(7))]:
+        other = tuple(a for a in range(7) if a not in keep)
+        np.testing.assert_allclose(mwem_module._marginal(x, keep), x.sum(axis=other),
+                                   rtol=1e-12)
+        factor = rng.random([domain[a] for a in keep])
+        y = x.copy()
+        mwem_module._multiply(y, keep, factor)
+        index = tuple(slice(None) if a in keep else np.newaxis for a in range(7))
+        assert np.array_equal(y, x * factor[index])
+
+
+def test_table_measurements_are_the_tables_with_noise():
+    counts, wl = correlated((4, 3, 5), 3), Marginals((4, 3, 5), k=2)
+    rel = mwem(counts, wl, measure="tables", epsilon=100.0, rounds=6, total=200_000, accountant=dp.Accountant(),
+               rng=3)
+    parts = np.split(rel.measurements, np.cumsum(table_sizes(wl, rel.selected))[:-1])
+    truth = wl.tables(counts)
+    # Laplace of scale 2 T / eps = 0.12 on every cell.
+    for j, m in zip(rel.selected.tolist(), parts, strict=True):
+        assert np.all(np.abs(m - truth[j].ravel()) < 3.0)
+
+
+def test_tables_beat_queries_and_uniform_on_marginals():
+    domain = (6, 5, 4, 3)
+    wl = Marginals(domain, k=2)
+    for seed in range(3):
+        counts = correlated(domain, seed)
+        errors = {measure: table_error(mwem(counts, wl, epsilon=1.0, rounds=10,
+                                            measure=measure, accountant=dp.Accountant(),
+                                            rng=seed), wl, counts)
+                  for measure in ("queries", "tables")}
+        uniform = np.full(wl.n_cells, counts.sum() / wl.n_cells)
+        uniform_error = float(np.abs(wl.answer(uniform) - wl.answer(counts)).sum()) \
+            / counts.sum() / len(wl.attributes)
+        assert errors["tables"] < 0.75 * errors["queries"]
+        assert errors["tables"] < 0.6 * uniform_error
+
+
+def test_tables_approach_the_marginals_at_a_large_epsilon():
+    domain = (3, 4, 2)
+    counts, wl = correlated(domain, 1, total=10_000), Marginals(domain, k=2)
+    errors = [table_error(mwem(counts, wl, measure="tables", epsilon=1e4, rounds=rounds, total=10_000,
+                               average=False, accountant=dp.Accountant(), rng=3), wl, counts)
+              for rounds in (15, 60)]
+    assert errors[1] < 0.005 and errors[1] < errors[0] / 5
+
+
+def test_error_bound_is_for_queries_only():
+    counts, wl = correlated((4, 3, 5)), Marginals((4, 3, 5), k=2)
+    rel = mwem(counts, wl, measure="tables", epsilon=1.0, rounds=3, accountant=dp.Accountant(), rng=1)
+    with pytest.raises(ValueError, match="measure='queries'"):
+        rel.error_bound()
+
+
 # -- budget and refusals -----------------------------------------------------------------
 
-def test_one_charge_of_exactly_epsilon():
+@pytest.mark.parametrize("counts, workload, measure", [
+    (bumpy(16), Ranges(16), "queries"),
+    (correlated((4, 3, 5)), Marginals((4, 3, 5), k=2), "queries"),
+    (correlated((4, 3, 5)), Marginals((4, 3, 5), k=2), "tables")])
+def test_one_charge_of_exactly_epsilon(counts, workload, measure):
     for total in (None, 1000):
         acct = dp.Accountant(epsilon=0.7)
-        mwem(bumpy(16), Ranges(16), epsilon=0.7, rounds=12, total=total, accountant=acct,
-             rng=1)
+        rel = mwem(counts, workload, epsilon=0.7, rounds=12, total=total, measure=measure,
+                   accountant=acct, rng=1)
+        assert rel.measure == measure
         assert acct.spent == (0.7, 0.0) and len(acct) == 1
         assert acct.ledger[0] == (0.7, 0.0, "mwem")
 
@@ -265,6 +416,9 @@ def test_refused_budget_draws_nothing():
     acct, rng = dp.Accountant(epsilon=0.5), dp.ChaCha20(7)
     with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
         mwem(bumpy(8), Prefixes(8), epsilon=1.0, rounds=3, accountant=acct, rng=rng)
+    with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
+        mwem(COUNTS, Marginals((2, 3), k=1), epsilon=1.0, rounds=3, measure="tables",
+             accountant=acct, rng=rng)
 
 
 class _Custom(Workload):
@@ -310,6 +464,14 @@ BAD = [
     ({"rng": "seed"}, TypeError, "rng"), ({"rng": np.random.default_rng(1)}, TypeError, "rng"),
     ({"threads": 0}, ValueError, "threads"), ({"threads": 1.5}, TypeError, "threads"),
     ({"accountant": "acct"}, TypeError, "accountant"),
+    ({"measure": "rows"}, ValueError, "measure"), ({"measure": "Tables"}, ValueError, "measure"),
+    ({"measure": ""}, ValueError, "measure"), ({"measure": 1}, TypeError, "measure"),
+    ({"measure": ("tables",)}, TypeError, "measure"),
+    ({"measure": "tables", "workload": Identity((2, 3))}, ValueError, "measure"),
+    ({"measure": "tables", "workload": Ranges(6), "counts": COUNTS.ravel()}, ValueError,
+     "measure"),
+    ({"measure": "queries", "epsilon": 0.0}, ValueError, "epsilon"),
+    ({"measure": "tables", "counts": [[3, 0, -1], [1, 2, 5]]}, ValueError, "counts"),
 ]
 
 
@@ -344,6 +506,22 @@ def test_threads_do_not_change_the_release():
     counts = np.random.default_rng(0).poisson(np.linspace(0.0, 4.0, n))
     releases = [mwem(counts, Identity(n), epsilon=5.0, rounds=4, accountant=dp.Accountant(),
                      rng=21, threads=t) for t in (1, 2, 1)]
+    for rel in releases[1:]:
+        assert np.array_equal(rel.synthetic, releases[0].synthetic)
+        assert np.array_equal(rel.selected, releases[0].selected)
+        assert np.array_equal(rel.measurements, releases[0].measurements)
+        assert rel.total == releases[0].total
+
+
+def test_threads_do_not_change_the_table_release():
+    # A table of more than one chunk (65,536 cells), so the vector Laplace kernel really
+    # uses the threads; a measured total.
+    domain = (300, 250)
+    counts = np.random.default_rng(1).poisson(np.linspace(0.0, 3.0, 75_000)).reshape(domain)
+    wl = Marginals(domain, attributes=[(0, 1), (0,), (1,)])
+    releases = [mwem(counts, wl, measure="tables", epsilon=5.0, rounds=4, accountant=dp.Accountant(), rng=22,
+                     threads=t) for t in (1, 2, 1)]
+    assert 0 in releases[0].selected.tolist()
     for rel in releases[1:]:
         assert np.array_equal(rel.synthetic, releases[0].synthetic)
         assert np.array_equal(rel.selected, releases[0].selected)

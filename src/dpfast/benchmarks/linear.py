@@ -189,8 +189,11 @@ def marginal_tables(k: int = 2, epsilon: float = 1.0, seeds: int = 5, rounds: in
         np.asarray(t).ravel() for t in dp.marginals(
             cols, keys=keys, epsilon=epsilon, k=k, rng=s, accountant=acct).nonnegative().values()])
     if mwem:
-        methods[f"dp.mwem, {rounds} rounds"] = lambda s: dp.mwem(
-            counts, work, epsilon=epsilon, rounds=rounds, rng=s, accountant=acct).answers
+        for measure in ("queries", "tables"):
+            methods[f"dp.mwem, {rounds} rounds, measure='{measure}'"] = \
+                lambda s, measure=measure: dp.mwem(counts, work, epsilon=epsilon, rounds=rounds,
+                                                   measure=measure, rng=s,
+                                                   accountant=acct).answers
     rows = []
     for name, fn in methods.items():
         err, sec = [], []
