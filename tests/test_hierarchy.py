@@ -6,6 +6,7 @@ import pytest
 
 import dpfast as dp
 from dpfast.linear import hierarchy as hi
+from dpfast.samplers import dlap_variance
 
 pd = pytest.importorskip("pandas")
 
@@ -71,8 +72,8 @@ def test_variances_match_linear_algebra():
     rel = dp.census_hierarchy(SMALL, SMALL_TREE, epsilon=1.0, split=[0.2, 0.3, 0.5], rng=0,
                               accountant=dp.Accountant())
     a = np.vstack([np.ones((1, 6)), np.kron(np.eye(2), np.ones(3)), np.eye(6)])
-    w = np.concatenate([[1 / hi._dlap_variance(1 / 0.2)], [1 / hi._dlap_variance(1 / 0.3)] * 2,
-                        [1 / hi._dlap_variance(1 / 0.5)] * 6])
+    w = np.concatenate([[1 / dlap_variance(1 / 0.2)], [1 / dlap_variance(1 / 0.3)] * 2,
+                        [1 / dlap_variance(1 / 0.5)] * 6])
     cov = np.linalg.inv(a.T @ (w[:, None] * a))
     node_var = np.einsum("ij,jk,ik->i", a, cov, a)
     np.testing.assert_allclose(np.concatenate(rel.variances), node_var, rtol=1e-10)

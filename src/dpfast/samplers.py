@@ -146,6 +146,12 @@ def gaussian_grid(sigma: float) -> float:
     return _power_of_two_at_least(sigma, GRID_BITS)
 
 
+def dlap_variance(t: float) -> float:
+    """Variance of discrete Laplace noise with parameter t (P[K = k] proportional to
+    exp(-|k| / t)): ``2 q / (1 - q)^2`` with ``q = exp(-1/t)``."""
+    return 2.0 * math.exp(-1.0 / t) / math.expm1(-1.0 / t) ** 2
+
+
 def eta(t: float) -> float:
     """The floating-point term of the privacy bound of discrete Laplace noise with parameter
     t (see the module docstring)."""

@@ -56,7 +56,7 @@ from ..accounting import resolve_accountant
 from ..mechanisms.laplace import max_error_bound
 from ..releases.postprocess import consistent_counts
 from ..rng import resolve_rng, resolve_threads
-from ..samplers import MAX_DISCRETE_SCALE
+from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
 from .workloads import Marginals, _domain
 
 if TYPE_CHECKING:
@@ -774,13 +774,6 @@ def marginals(frame_or_counts: Any, *, epsilon: float, k: int | None = 2,
 
 # -- accuracy ---------------------------------------------------------------------------
 
-def _dlap_variance(scale: float) -> float:
-    """Variance of discrete Laplace noise of parameter ``scale``: ``2 q / (1 - q)^2`` with
-    ``q = exp(-1/scale)``."""
-    q = math.exp(-1.0 / scale)
-    return 2.0 * q / math.expm1(-1.0 / scale) ** 2
-
-
 def _variance_factors(plan: _Plan, method: str) -> list[float]:
     """Per-cell variance of each table in units of one noisy cell's variance."""
     if method == "independent":
@@ -793,7 +786,7 @@ def _variance_factors(plan: _Plan, method: str) -> list[float]:
 
 
 def _variances(plan: _Plan, method: str, eps: float) -> dict[tuple[Hashable, ...], float]:
-    sigma2 = _dlap_variance(len(plan.sets) / eps)
+    sigma2 = dlap_variance(len(plan.sets) / eps)
     return {lab: sigma2 * f for lab, f in zip(plan.labels, _variance_factors(plan, method))}
 
 

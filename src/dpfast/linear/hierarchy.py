@@ -26,7 +26,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..samplers import MAX_DISCRETE_SCALE
+from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -176,11 +176,6 @@ def _check_split(split: Any, levels: int, func: str) -> tuple[float, ...]:
     return values
 
 
-def _dlap_variance(t: float) -> float:
-    q = math.exp(-1.0 / t)
-    return 2 * q / (1 - q) ** 2
-
-
 def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
                      split: Sequence[float] | None = None,
                      accountant: AccountantLike | None = None, rng: RngLike = None,
@@ -249,7 +244,7 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
     exact = _level_counts(np.asarray(counts, dtype=np.int64), par)   # top first
     release(func, accountant, eps, 0.0, rng, threads, sum(c.size for c in exact),
             _noise_levels, exact, scales)
-    var = [_dlap_variance(t) for t in scales]
+    var = [dlap_variance(t) for t in scales]
     est, est_var = _least_squares(exact, var, par)
     return HierarchyRelease(_round_top_down(est, par), est, est_var, par, eps, shares, labels)
 

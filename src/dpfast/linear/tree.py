@@ -36,7 +36,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+from ..samplers import MAX_DISCRETE_SCALE, dlap_variance, laplace_grid
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -130,8 +130,7 @@ def _noise_variance(integer: bool, scale: float) -> float:
     """Variance of the noise of this scale: discrete Laplace with parameter `scale`, or
     grid Laplace (discrete Laplace in grid steps)."""
     g, t = (1.0, scale) if integer else laplace_grid(scale)
-    q = math.exp(-1.0 / t)
-    return g * g * 2 * q / (1 - q) ** 2
+    return g * g * dlap_variance(t)
 
 
 def _sum_groups(a: NDArray[np.float64], b: int,
