@@ -117,7 +117,8 @@ MECHANISMS = {
             ({"counts": [1.0, NAN]}, VE), ({"counts": []}, VE), ({"counts": ["a"]}, TE),
             ({"counts": np.zeros((2, 2, 2), int)}, VE), ({"branching": 1}, VE),
             ({"branching": 2.5}, VE), ({"branching": (2, 2)}, VE),
-            ({"counts": [2.0**60, 2.0**60]}, VE)]),
+            ({"counts": [2.0**60, 2.0**60]}, VE),
+            ({"counts": [2.0**40, 0.5], "epsilon": 1e6}, VE)]),
     "census_hierarchy": (
         {"data": np.array([5, 0, 3, 9, 1]), "epsilon": 1.0,
          "hierarchy": [np.zeros(2, int), np.array([0, 0, 1, 1, 1])]},

@@ -390,10 +390,14 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
     per_record = math.prod(h for _, h in shapes)            # nodes counting each record
     scale = _v.check_mechanism_scale(float(per_record), eps, func,
                                      high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
+    # Node sums must stay within 2**52 steps of the noise grid (the integers for integer
+    # counts): exact sums, and exact grid arithmetic in the kernel.
+    g, t = (1.0, scale) if integer else laplace_grid(scale)
+    limit = 2.0**52 * g
     lo, hi = _v.value_range(data)
-    if max(abs(lo), abs(hi)) * data.size > 2.0**52 and float(np.abs(data).sum()) > 2.0**52:
+    if max(abs(lo), abs(hi)) * data.size > limit and float(np.abs(data).sum()) > limit:
         raise ValueError(f"The 'counts' parameter of {func} must sum (in absolute value) to "
-                         f"at most 2**52, for exact node sums. Got {_v.describe(src)} with "
+                         f"at most {limit:g} at this epsilon. Got {_v.describe(src)} with "
                          f"values in [{lo}, {hi}] instead.")
     node_var = _noise_variance(integer, scale)
     trees = tuple(_Tree1D(n, b, h, node_var) for n, (b, h) in zip(data.shape, shapes))
@@ -402,7 +406,6 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
     # one kernel call. Integer counts get discrete Laplace noise: the grid kernel on the
     # grid of the integers (step 1).
     nodes, levels = _nodes(data, trees)
-    g, t = (1.0, scale) if integer else laplace_grid(scale)
     release(func, accountant, eps, 0.0, rng, threads, nodes.size, _native.fill_laplace,
             nodes, t, g, nodes)
 
