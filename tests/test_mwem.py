@@ -11,6 +11,7 @@ import pytest
 
 import dpfast as dp
 from dpfast.linear import multiplicative_weights as mwem_module
+from dpfast.linear import workloads
 from dpfast.linear.multiplicative_weights import MWEMRelease, mwem, mwem_error_bound
 from dpfast.linear.workloads import (Conjunctions, Explicit, Identity, Marginals, Prefixes,
                                      Ranges, Workload)
@@ -316,7 +317,7 @@ def replay_tables(workload, rel, average=True):
                                                 (0, 1, 3)]), False, None)],
     ids=["pairs", "mixed-sets", "whole-domain", "blocks"])
 def test_table_updates_match_the_textbook_updates(workload, average, total):
-    # "blocks": more cells than mwem_module._BLOCK, so the updates work on leading axes and
+    # "blocks": more cells than workloads.BLOCK, so the updates work on leading axes and
     # a trailing block of axes.
     counts = correlated(workload.domain, 8, total=20_000)
     rel = mwem(counts, workload, measure="tables", epsilon=0.3, rounds=12, total=total, average=average,
@@ -329,16 +330,16 @@ def test_table_updates_match_the_textbook_updates(workload, average, total):
 
 def test_dense_helpers_match_numpy():
     # The table updates sum and multiply over the leading axes and a trailing block of at
-    # least mwem_module._BLOCK cells; every attribute set of up to 3 attributes (and all 7)
+    # least workloads.BLOCK cells; every attribute set of up to 3 attributes (and all 7)
     # of a domain whose block starts at axis 4.
     domain = (3, 4, 5, 2, 16, 8, 9)
-    assert mwem_module._split(domain) == 4
+    assert workloads.trailing_block(domain) == 4
     rng = np.random.default_rng(0)
     x = rng.random(domain)
     sets = [s for k in (1, 2, 3) for s in itertools.combinations(range(7), k)]
     for keep in sets + [tuple(range(7))]:
         other = tuple(a for a in range(7) if a not in keep)
-        np.testing.assert_allclose(mwem_module._marginal(x, keep), x.sum(axis=other),
+        np.testing.assert_allclose(workloads.marginal(x, keep), x.sum(axis=other),
                                    rtol=1e-12)
         factor = rng.random([domain[a] for a in keep])
         y = x.copy()

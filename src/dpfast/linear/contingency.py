@@ -57,7 +57,7 @@ from ..mechanisms.laplace import max_error_bound
 from ..releases.postprocess import consistent_counts
 from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
-from .workloads import Marginals, _domain
+from .workloads import Marginals, _domain, marginal
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -391,11 +391,7 @@ def _check_counts(value: object, func: str) -> NDArray[np.int64]:
 
 def _sum_tables(counts: NDArray[np.int64], plan: _Plan) -> list[NDArray[np.int64]]:
     """The exact marginal tables of a full histogram."""
-    out = []
-    for s in plan.sets:
-        other = tuple(a for a in range(counts.ndim) if a not in s)
-        out.append(counts.sum(axis=other) if other else counts.copy())
-    return out
+    return [marginal(counts, s) for s in plan.sets]
 
 
 def _resolve(accountant: AccountantLike | None, rng: RngLike, threads: int | None,

@@ -103,11 +103,6 @@ MWEM_PASSES = 10
 TOTAL_FRACTION = 0.05
 #: What a round can measure (see the module).
 _MEASURES = ("queries", "tables")
-# numpy's reductions and broadcast products are fast when their innermost run is long: the
-# dense updates of measure="tables" treat the trailing axes as one block of at least this
-# many cells.
-_BLOCK = 1024
-
 # Workloads whose rows are known to have entries in [0, 1] (Explicit checks its matrix):
 # the selection's utilities then have sensitivity 1.
 _TRUSTED = (_wl.Identity, _wl.Prefixes, _wl.Ranges, _wl.Rectangles, _wl.Marginals,
@@ -537,7 +532,7 @@ class _Tables:
     def select(self, gen: _native.ChaCha20, threads: int, xhat: NDArray[np.float64]) -> int:
         """The exponential mechanism on the l1 errors ``||table_j(x) - table_j(x_hat)||_1``
         (``xhat`` is a flat view of ``self.xhat``)."""
-        u = [float(np.abs(self.truth(j) - _marginal(self.xhat, s).ravel()).sum())
+        u = [float(np.abs(self.truth(j) - _wl.marginal(self.xhat, s).ravel()).sum())
              for j, s in enumerate(self.marginals.attributes)]
         return _choose(gen, threads, self.plan, np.array(u))
 
@@ -554,7 +549,7 @@ class _Tables:
         """``x_hat *= exp(q_c (m_c - q_c . x_hat) / (2 n))`` for every cell ``c`` of the
         ``j``-th measured table, renormalised to ``n``: one factor per table cell."""
         keep = self.marginals.attributes[self.order[j]]
-        estimate = _marginal(self.xhat, keep)
+        estimate = _wl.marginal(self.xhat, keep)
         factor = np.exp((target.reshape(estimate.shape) - estimate) / (2.0 * self.total))
         # The new total is sum(estimate * factor): renormalise within the same product.
         factor *= self.total / float(np.sum(estimate * factor))
@@ -564,37 +559,13 @@ class _Tables:
         return self.xhat.reshape(-1)
 
 
-def _split(shape: tuple[int, ...]) -> int:
-    """The first axis of the shortest run of trailing axes with at least ``_BLOCK`` cells
-    (0 when the whole array is smaller)."""
-    b, size = len(shape), 1
-    while b > 0 and size < _BLOCK:
-        b -= 1
-        size *= shape[b]
-    return b
-
-
-def _marginal(x: NDArray[np.float64], keep: tuple[int, ...]) -> NDArray[np.float64]:
-    """``x`` summed over the axes not in ``keep`` (sorted), of the shape of the kept axes:
-    first over the leading axes, with the trailing block as one long contiguous run, then
-    within that (now small) block."""
-    shape = x.shape
-    b = _split(shape)
-    y = x.reshape(shape[:b] + (math.prod(shape[b:]),))
-    y = y.sum(axis=tuple(a for a in range(b) if a not in keep))
-    axes = [a for a in keep if a < b] + list(range(b, len(shape)))
-    y = y.reshape(tuple(shape[a] for a in axes))
-    return np.asarray(y.sum(axis=tuple(i for i, a in enumerate(axes) if a not in keep)),
-                      dtype=np.float64)
-
-
 def _multiply(x: NDArray[np.float64], keep: tuple[int, ...],
               factor: NDArray[np.float64]) -> None:
     """``x *= factor`` in place, ``factor`` over the axes in ``keep`` (sorted) broadcast over
     the others; the factor is written out over the trailing block when it varies there, so
     that numpy's innermost loop is a long contiguous run."""
     shape = x.shape
-    b = _split(shape)
+    b = _wl.trailing_block(shape)
     block = math.prod(shape[b:])
     lead = [shape[a] if a in keep else 1 for a in range(b)]
     full = factor.reshape([shape[a] if a in keep else 1 for a in range(len(shape))])

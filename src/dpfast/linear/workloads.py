@@ -245,37 +245,14 @@ class Marginals(Workload):
     def tables(self, x: ArrayLike) -> list[NDArray[np.float64]]:
         """The marginal tables of ``x``, each of the shape of its attributes."""
         full = self._check_x(x, "tables").reshape(self.domain)
-        return [self._marginal(full, s) for s in self.attributes]
-
-    def _marginal(self, full: NDArray[np.float64], s: tuple[int, ...]) -> NDArray[np.float64]:
-        other = tuple(a for a in range(len(self.domain)) if a not in s)
-        return np.asarray(full.sum(axis=other), dtype=np.float64) if other else full.copy()
+        return [marginal(full, s) for s in self.attributes]
 
     def _column_norms(self) -> NDArray[np.float64]:
         return np.full(self.n_cells, float(len(self.attributes)))
 
     def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        # Attributes are summed out from the last one down, one axis at a time, and each
-        # partial sum is kept: tables that agree on the attributes summed so far share it
-        # (the first sums, over the whole histogram, are shared by most tables).
-        memo: dict[tuple[int, ...], NDArray[np.float64]] = {
-            tuple(range(len(self.domain))): x.reshape(self.domain)}
-        return np.concatenate([self._partial(memo, s).ravel() for s in self.attributes])
-
-    def _partial(self, memo: dict[tuple[int, ...], NDArray[np.float64]],
-                 s: tuple[int, ...]) -> NDArray[np.float64]:
-        """The marginal on s, from the partial sums in memo (keyed by remaining axes)."""
-        keep = tuple(range(len(self.domain)))
-        table = memo[keep]
-        for a in range(len(self.domain) - 1, -1, -1):
-            if a in s:
-                continue
-            pos = keep.index(a)
-            keep = keep[:pos] + keep[pos + 1:]
-            if keep not in memo:
-                memo[keep] = table.sum(axis=pos)
-            table = memo[keep]
-        return table
+        full = x.reshape(self.domain)
+        return np.concatenate([marginal(full, s).ravel() for s in self.attributes])
 
     def _row(self, i: int) -> NDArray[np.float64]:
         j = int(np.searchsorted(self.offsets, i, side="right")) - 1
@@ -294,6 +271,35 @@ class Marginals(Workload):
                           for a in range(len(self.domain)))
             out += table[index]                      # broadcast over the other attributes
         return out.ravel()
+
+
+# numpy's reductions and broadcast products are fastest over long contiguous runs: marginal
+# sums read a histogram as its leading axes and one trailing block of at least this many
+# cells.
+BLOCK = 1024
+
+
+def trailing_block(shape: tuple[int, ...]) -> int:
+    """The first axis of the shortest run of trailing axes with at least ``BLOCK`` cells
+    (0 when the whole array is smaller)."""
+    b, size = len(shape), 1
+    while b > 0 and size < BLOCK:
+        b -= 1
+        size *= shape[b]
+    return b
+
+
+def marginal(x: NDArray[Any], keep: tuple[int, ...]) -> NDArray[Any]:
+    """``x`` summed over the axes not in ``keep`` (sorted), of the shape of the kept axes and
+    the dtype of ``x``: first over the leading axes, with the trailing block as one long
+    contiguous run, then within that (now small) block."""
+    shape = x.shape
+    b = trailing_block(shape)
+    y = x.reshape(shape[:b] + (math.prod(shape[b:]),))
+    y = y.sum(axis=tuple(a for a in range(b) if a not in keep))
+    axes = [a for a in keep if a < b] + list(range(b, len(shape)))
+    y = y.reshape(tuple(shape[a] for a in axes))
+    return np.asarray(y.sum(axis=tuple(i for i, a in enumerate(axes) if a not in keep)))
 
 
 class Conjunctions(Workload):
