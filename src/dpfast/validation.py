@@ -189,6 +189,17 @@ def check_size(size: object, func: str) -> tuple[int, ...] | None:
 MAX_THREADS = 1024
 
 
+def check_positive_int(value: object, name: str, func: str, high: int = 2**62) -> int:
+    """An int in [1, high] (numpy ints too; bools refused): TypeError for another type,
+    ValueError outside the range."""
+    rule = f"an int in [1, {high}]"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise _fail(TypeError, name, func, rule, value)
+    if not 1 <= int(value) <= high:
+        raise _fail(ValueError, name, func, rule, value)
+    return int(value)
+
+
 def check_threads(threads: int | None, func: str) -> int | None:
     """``None`` or an int in [1, MAX_THREADS]."""
     if threads is None:

@@ -283,10 +283,10 @@ def mwem_error_bound(n: float, n_cells: int, n_queries: int, *, epsilon: float,
     """
     func = "mwem_error_bound"
     records = _v.check_real(n, "n", func, low_open=False)
-    cells = _check_count(n_cells, "n_cells", func)
-    queries = _check_count(n_queries, "n_queries", func)
+    cells = _v.check_positive_int(n_cells, "n_cells", func)
+    queries = _v.check_positive_int(n_queries, "n_queries", func)
     eps = _v.check_epsilon(epsilon, func)
-    t = _check_count(rounds, "rounds", func)
+    t = _v.check_positive_int(rounds, "rounds", func)
     return 2.0 * records * math.sqrt(math.log(cells) / t) + 10.0 * t * math.log(queries) / eps
 
 
@@ -315,7 +315,7 @@ class _Plan:
 def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int,
           total: float | None, average: bool, measure: object, func: str) -> _Plan:
     eps = _v.check_epsilon(epsilon, func)
-    t = _check_count(rounds, "rounds", func)
+    t = _v.check_positive_int(rounds, "rounds", func)
     avg = _v.check_bool(average, "average", func)
     wl = _check_workload(workload, func)
     kind = _check_measure(measure, wl, func)
@@ -334,17 +334,6 @@ def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int
         _check_grid(float(x.sum()), total_grid[0], "the total", func)
     return _Plan(x, wl, truth, public, eps, eps_total, t, avg, kind, _draws(wl, kind),
                  1.0 / em_scale, grid, total_grid)
-
-
-def _check_count(value: object, name: str, func: str) -> int:
-    """A positive int (numpy ints too, bools refused)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"The {name!r} parameter of {func} must be an int >= 1. "
-                        f"Got {value!r} instead.")
-    if value < 1:
-        raise ValueError(f"The {name!r} parameter of {func} must be an int >= 1. "
-                         f"Got {value!r} instead.")
-    return int(value)
 
 
 def _check_workload(workload: object, func: str) -> _wl.Workload:

@@ -74,7 +74,6 @@ two queries :func:`smalldb_size` takes the least ``m`` for which it holds).
 from __future__ import annotations
 
 import math
-import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -126,7 +125,7 @@ def smalldb_size(n_queries: int, alpha: float) -> int:
     (19, 2)
     """
     func = "smalldb_size"
-    return _size(_positive_int(n_queries, "n_queries", func),
+    return _size(_v.check_positive_int(n_queries, "n_queries", func),
                  _v.check_real(alpha, "alpha", func, high=1.0), func)
 
 
@@ -175,8 +174,8 @@ def smalldb_error_bound(n_cells: int, n_queries: int, total: float, epsilon: flo
     0.5111
     """
     func = "smalldb_error_bound"
-    n = _positive_int(n_cells, "n_cells", func)
-    m = _size(_positive_int(n_queries, "n_queries", func),
+    n = _v.check_positive_int(n_cells, "n_cells", func)
+    m = _size(_v.check_positive_int(n_queries, "n_queries", func),
               _v.check_real(alpha, "alpha", func, high=1.0), func)
     t = _v.check_real(total, "total", func)
     eps = _v.check_epsilon(epsilon, func)
@@ -323,7 +322,7 @@ def smalldb(counts: ArrayLike, queries: Workload, *, epsilon: float, alpha: floa
     eps = _v.check_epsilon(epsilon, func)
     a = _v.check_real(alpha, "alpha", func, high=1.0)
     public = None if total is None else _v.check_real(total, "total", func, high=2.0**62)
-    limit = _positive_int(max_candidates, "max_candidates", func, high=2**62)
+    limit = _v.check_positive_int(max_candidates, "max_candidates", func, high=2**62)
     problem = _problem(counts, queries, eps, a, public, limit, func)
     index, used = release(func, accountant, eps, 0.0, rng, threads, problem.candidates.size,
                           _select, problem)
@@ -338,16 +337,6 @@ def smalldb(counts: ArrayLike, queries: Workload, *, epsilon: float, alpha: floa
 
 
 # -- argument checks ------------------------------------------------------------------------
-
-def _positive_int(value: object, name: str, func: str, high: int = 2**62) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"The {name!r} parameter of {func} must be an int in [1, {high}]. "
-                        f"Got {value!r} instead.")
-    if not 1 <= int(value) <= high:
-        raise ValueError(f"The {name!r} parameter of {func} must be an int in [1, {high}]. "
-                         f"Got {value!r} instead.")
-    return int(value)
-
 
 def _check_counts(counts: ArrayLike, queries: Workload, func: str) -> NDArray[np.int64]:
     """The histogram as flat int64 counts: the workload's shape (or flat), finite,

@@ -106,20 +106,13 @@ class Workload:
         return f"{type(self).__name__}(domain={self.domain}, n_queries={self.n_queries})"
 
 
-def _size(n: object, name: str, func: str) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise (TypeError if not isinstance(n, (int, np.integer)) else ValueError)(
-            f"The {name!r} parameter of {func} must be a positive integer. Got {n!r} instead.")
-    return int(n)
-
-
 def _domain(domain: object, func: str) -> tuple[int, ...]:
     if isinstance(domain, (int, np.integer)) and not isinstance(domain, (bool, np.bool_)):
         domain = (domain,)
     if not isinstance(domain, (tuple, list)) or not domain:
         raise TypeError(f"The 'domain' parameter of {func} must be a tuple of positive "
                         f"integers (the size of each attribute). Got {domain!r} instead.")
-    return tuple(_size(d, "domain", func) for d in domain)
+    return tuple(_v.check_positive_int(d, "domain", func) for d in domain)
 
 
 class Identity(Workload):
@@ -140,7 +133,7 @@ class Prefixes(Workload):
     """The ``n`` prefix sums ``x[0] + ... + x[i]`` of a 1-D histogram (a CDF)."""
 
     def __init__(self, n: int):
-        self.domain = (_size(n, "n", "Prefixes"),)
+        self.domain = (_v.check_positive_int(n, "n", "Prefixes"),)
         self.n_queries = self.domain[0]
 
     def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -155,7 +148,7 @@ class Ranges(Workload):
     ordered by ``lo`` then ``hi`` (``bounds()`` gives them)."""
 
     def __init__(self, n: int):
-        self.domain = (_size(n, "n", "Ranges"),)
+        self.domain = (_v.check_positive_int(n, "n", "Ranges"),)
         self.n_queries = self.domain[0] * (self.domain[0] + 1) // 2
 
     def bounds(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -232,7 +225,7 @@ class Marginals(Workload):
         self.domain = _domain(domain, func)
         d = len(self.domain)
         if attributes is None:
-            k = _size(k, "k", func)
+            k = _v.check_positive_int(k, "k", func)
             if k > d:
                 raise ValueError(f"The 'k' parameter of {func} must be at most the number "
                                  f"of attributes, {d}. Got {k!r} instead.")
@@ -311,14 +304,14 @@ class Conjunctions(Workload):
 
     def __init__(self, d: int, k: int | None = None, *, negations: bool = False):
         func = "Conjunctions"
-        self.d = _size(d, "d", func)
+        self.d = _v.check_positive_int(d, "d", func)
         if self.d > 24:
             raise ValueError(f"The 'd' parameter of {func} must be at most 24 (a domain of "
                              f"2^d cells). Got {d!r} instead.")
         self.domain = (2,) * self.d
         self.negations = _v.check_bool(negations, "negations", func)
         if k is not None:
-            k = _size(k, "k", func)
+            k = _v.check_positive_int(k, "k", func)
             if k > self.d:
                 raise ValueError(f"The 'k' parameter of {func} must be at most d = {self.d}. "
                                  f"Got {k!r} instead.")
