@@ -73,6 +73,7 @@ two queries :func:`smalldb_size` takes the least ``m`` for which it holds).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -189,6 +190,7 @@ def smalldb_error_bound(n_cells: int, n_queries: int, total: float, epsilon: flo
                            + 2.0 * (log_range + math.log(2.0 / b)) / eps_em) / t
 
 
+@dataclasses.dataclass(repr=False)
 class SmallDBRelease:
     """The result of :func:`smalldb`.
 
@@ -226,20 +228,20 @@ class SmallDBRelease:
     0.949
     """
 
-    def __init__(self, database: NDArray[np.int64], synthetic: NDArray[np.float64],
-                 answers: NDArray[np.float64], total: float, known_total: bool, m: int,
-                 n_candidates: int, epsilon: float, alpha: float, n_queries: int):
-        self.database = database
-        self.synthetic = synthetic
-        self.answers = answers
-        self.total = total
-        self.known_total = known_total
-        self.m = m
-        self.n_candidates = n_candidates
-        self.epsilon = epsilon
-        self.alpha = alpha
-        self.n_cells = int(database.size)
-        self.n_queries = n_queries
+    database: NDArray[np.int64]
+    synthetic: NDArray[np.float64]
+    answers: NDArray[np.float64]
+    total: float
+    known_total: bool
+    m: int
+    n_candidates: int
+    epsilon: float
+    alpha: float
+    n_queries: int
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.database.size)
 
     def error_bound(self, beta: float, total: float | None = None) -> float:
         """The :func:`smalldb_error_bound` of this release at failure probability ``beta``.
@@ -489,21 +491,19 @@ class _Candidates:
 
 # -- the release ----------------------------------------------------------------------------
 
+@dataclasses.dataclass
 class _Problem:
     """Everything the release needs, all checked: the candidates, ``W^T`` (cells, queries),
     the true answers ``W x``, the number of records, the public total (None: noisy), the
     noisy total's discrete Laplace scale and the selection's ``epsilon / 2``."""
 
-    def __init__(self, candidates: _Candidates, matrix: NDArray[np.float64],
-                 answers: NDArray[np.float64], records: int, total: float | None,
-                 total_scale: float, inv_scale: float):
-        self.candidates = candidates
-        self.matrix = matrix
-        self.answers = answers
-        self.records = records
-        self.total = total
-        self.total_scale = total_scale
-        self.inv_scale = inv_scale
+    candidates: _Candidates
+    matrix: NDArray[np.float64]
+    answers: NDArray[np.float64]
+    records: int
+    total: float | None
+    total_scale: float
+    inv_scale: float
 
     def utilities(self, offsets: NDArray[np.float64], lo: int,
                   hi: int) -> NDArray[np.float64]:
