@@ -22,6 +22,7 @@ import numpy as np
 import dpfast as dp
 
 from ..linear import tree as _tree
+from ..validation import category_codes
 from .core import time_calls
 
 __all__ = ["all_range_mse", "ranges", "tree_speed", "hierarchy_speed", "run", "to_markdown"]
@@ -154,9 +155,7 @@ def adult_table() -> tuple[dict[str, np.ndarray], dict[str, list[Any]]]:
 
 def _full_counts(cols: dict[str, np.ndarray], keys: dict[str, list[Any]]) -> np.ndarray:
     """The histogram over the product of the columns' categories."""
-    codes = [np.searchsorted(np.array(keys[c]), cols[c], sorter=np.argsort(np.array(keys[c])))
-             for c in ADULT_COLUMNS]
-    codes = [np.argsort(np.array(keys[c]))[k] for c, k in zip(ADULT_COLUMNS, codes)]
+    codes = [category_codes(cols[c], keys[c], "adult_table") for c in ADULT_COLUMNS]
     shape = tuple(len(keys[c]) for c in ADULT_COLUMNS)
     flat = np.ravel_multi_index(tuple(codes), shape)
     return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape)
