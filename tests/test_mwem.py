@@ -1,7 +1,7 @@
 """MWEM (dpfast.linear.multiplicative_weights): reproducible from a seed, one charge, nothing spent or drawn on
 bad input, accurate (better than the uniform histogram, within the paper's bound), and the
-same whatever the thread count; with measure="queries" (the default) and measure="tables" (the option
-for Marginals). Deterministic seeds throughout; no timing assertions."""
+same whatever the thread count; with measure="queries" (the paper's algorithm) and measure="tables"
+(Marginals' default). Deterministic seeds throughout; no timing assertions."""
 import doctest
 import itertools
 import math
@@ -263,16 +263,19 @@ def table_error(rel, workload, counts):
     return float(l1) / float(counts.sum()) / len(workload.attributes)
 
 
-def test_measure_defaults_to_queries_the_papers_algorithm():
+def test_measure_defaults_to_tables_for_marginals_and_queries_otherwise():
     counts, wl = correlated((4, 3, 5)), Marginals((4, 3, 5), k=2)
     default = mwem(counts, wl, epsilon=1.0, rounds=5, accountant=dp.Accountant(), rng=4)
-    queries = mwem(counts, wl, epsilon=1.0, rounds=5, measure="queries",
-                   accountant=dp.Accountant(), rng=4)
-    assert default.measure == "queries"
-    assert np.array_equal(default.synthetic, queries.synthetic)
-    assert np.array_equal(default.measurements, queries.measurements)
+    tables = mwem(counts, wl, epsilon=1.0, rounds=5, measure="tables", average=False,
+                  accountant=dp.Accountant(), rng=4)
+    assert default.measure == "tables"
+    assert np.array_equal(default.synthetic, tables.synthetic)
+    assert np.array_equal(default.measurements, tables.measurements)
     rel = mwem(bumpy(16), Ranges(16), epsilon=1.0, rounds=3, accountant=dp.Accountant(), rng=4)
     assert rel.measure == "queries" and rel.measurements.shape == (3,)
+    averaged = mwem(bumpy(16), Ranges(16), epsilon=1.0, rounds=3, average=True,
+                    accountant=dp.Accountant(), rng=4)
+    assert np.array_equal(rel.synthetic, averaged.synthetic)
 
 
 @pytest.mark.parametrize("workload", [Ranges(16), Identity(16), Prefixes(16), Explicit(np.eye(16)),
@@ -285,12 +288,12 @@ def test_tables_are_refused_for_other_workloads(workload):
              rng=rng)
 
 
-def replay_tables(workload, rel, average=True):
-    """The table-mode updates done the textbook way, on the release's own selections and
-    measurements: each cell of a table a dense query row, all the cells of a table updated
-    at once from the same x_hat and then renormalised, every measured table (at the mean of
-    its measurements, each cell clamped to [0, n]) updated MWEM_PASSES times per round, in
-    the order first measured."""
+def replay_tables(workload, rel, average=False):
+    """The table-mode fits done with dense rows, on the release's own selections and
+    measurements: each round, the selected table's target (the mean of its measurements,
+    each cell at least FIT_FLOOR, scaled to the total n) divided by x_hat's answers to the
+    table's rows, spread back over the cells through the rows (each cell is in exactly one
+    row of a table)."""
     n = rel.total
     xhat = np.full(workload.n_cells, n / workload.n_cells)
     rows = {j: np.array([workload.query(c) for c in
@@ -299,12 +302,13 @@ def replay_tables(workload, rel, average=True):
     parts = np.split(rel.measurements, np.cumsum(table_sizes(workload, rel.selected))[:-1])
     measured, rounds = {}, []
     for j, m in zip(rel.selected.tolist(), parts, strict=True):
-        measured.setdefault(j, []).append(np.clip(m, 0.0, n))
-        for _ in range(mwem_module.MWEM_PASSES):
-            for k, ms in measured.items():
-                q = rows[k]
-                xhat = xhat * np.exp(q.T @ (np.mean(ms, axis=0) - q @ xhat) / (2 * n))
-                xhat *= n / xhat.sum()
+        measured.setdefault(j, []).append(m)
+        q = rows[j]
+        assert np.array_equal(q.sum(axis=0), np.ones(workload.n_cells))
+        target = np.maximum(np.mean(measured[j], axis=0), mwem_module.FIT_FLOOR)
+        target *= n / target.sum()
+        xhat = xhat * (q.T @ (target / (q @ xhat)))
+        np.testing.assert_allclose(q @ xhat, target, rtol=1e-9)     # the table is fitted
         rounds.append(xhat)
     return np.mean(rounds, axis=0) if average else xhat
 
@@ -326,6 +330,14 @@ def test_table_updates_match_the_textbook_updates(workload, average, total):
     assert len(set(rel.selected.tolist())) < rel.rounds          # some table measured twice
     np.testing.assert_allclose(rel.synthetic.ravel(), replay_tables(workload, rel, average),
                                rtol=1e-9, atol=1e-9 * rel.total)
+    if not average:
+        # The last table measured is fitted exactly.
+        j = int(rel.selected[-1])
+        parts = np.split(rel.measurements, np.cumsum(table_sizes(workload, rel.selected))[:-1])
+        mean = np.mean([p for p, k in zip(parts, rel.selected) if k == j], axis=0)
+        target = np.maximum(mean, mwem_module.FIT_FLOOR)
+        np.testing.assert_allclose(workload.tables(rel.synthetic)[j].ravel(),
+                                   target * rel.total / target.sum(), rtol=1e-9)
 
 
 def test_dense_helpers_match_numpy():
@@ -346,6 +358,15 @@ def test_dense_helpers_match_numpy():
         mwem_module._multiply(y, keep, factor)
         index = tuple(slice(None) if a in keep else np.newaxis for a in range(7))
         assert np.array_equal(y, x * factor[index])
+    # Many tables at once, through shared intermediates (small and large ones).
+    sets.append(tuple(range(7)))
+    for limit in (1, 100, workloads.SHARED_CELLS, 10**9):
+        tables = workloads.marginal_sums(x, sets, shared_cells=limit)
+        assert len(tables) == len(sets)
+        for keep, table in zip(sets, tables, strict=True):
+            other = tuple(a for a in range(7) if a not in keep)
+            np.testing.assert_allclose(table, x.sum(axis=other), rtol=1e-12)
+            assert not np.shares_memory(table, x)
 
 
 def test_table_measurements_are_the_tables_with_noise():
@@ -516,11 +537,12 @@ def test_threads_do_not_change_the_release():
 
 def test_threads_do_not_change_the_table_release():
     # A table of more than one chunk (65,536 cells), so the vector Laplace kernel really
-    # uses the threads; a measured total.
+    # uses the threads; a measured total. At this epsilon the large table is worth measuring
+    # (its noise, about 0.08 per cell, is far below its error on the uniform histogram).
     domain = (300, 250)
     counts = np.random.default_rng(1).poisson(np.linspace(0.0, 3.0, 75_000)).reshape(domain)
     wl = Marginals(domain, attributes=[(0, 1), (0,), (1,)])
-    releases = [mwem(counts, wl, measure="tables", epsilon=5.0, rounds=4, accountant=dp.Accountant(), rng=22,
+    releases = [mwem(counts, wl, measure="tables", epsilon=100.0, rounds=4, accountant=dp.Accountant(), rng=22,
                      threads=t) for t in (1, 2, 1)]
     assert 0 in releases[0].selected.tolist()
     for rel in releases[1:]:
@@ -534,3 +556,52 @@ def test_docstring_examples():
     result = doctest.testmod(mwem_module,
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# -- the selection's distribution --------------------------------------------------------
+
+def first_selections(counts, workload, measure, epsilon, draws):
+    """The first round's selection of ``draws`` releases (one round, public total)."""
+    n = float(counts.sum())
+    return np.array([mwem(counts, workload, epsilon=epsilon, rounds=1, total=n,
+                          measure=measure, accountant=dp.Accountant(), rng=seed).selected[0]
+                     for seed in range(draws)])
+
+
+@pytest.mark.parametrize("measure", ["queries", "tables"])
+def test_first_selection_follows_the_exponential_mechanism(measure):
+    # One round from the uniform histogram: P[i] is proportional to exp(eps * u_i / 4)
+    # (selection at eps / 2, sensitivity 1), with u_i = |q_i . x - q_i . uniform| for a
+    # query, and for table j the l1 error of its table less (2 / eps) * its cells (the
+    # measurement's expected l1 error). Chi-square goodness of fit, false alarm 1e-4.
+    from scipy import stats
+    counts = correlated((4, 3, 5), 9, total=2_000)
+    wl = Marginals((4, 3, 5), k=2)
+    uniform = np.full(wl.n_cells, counts.sum() / wl.n_cells)
+    error = np.abs(wl.answer(counts) - wl.answer(uniform))
+    if measure == "queries":
+        epsilon, u = 0.02, error
+        plain = None
+    else:
+        epsilon = 0.06
+        plain = np.add.reduceat(error, wl.offsets[:-1])
+        u = plain - (2.0 / epsilon) * np.diff(wl.offsets)
+    draws = 3_000
+    got = np.bincount(first_selections(counts, wl, measure, epsilon, draws),
+                      minlength=u.size)
+
+    def pvalue(u):
+        p = np.exp(epsilon / 4 * (u - u.max()))
+        p /= p.sum()
+        keep = p * draws >= 5                   # pool the rare outcomes into one bin
+        assert keep.sum() >= 3                  # several likely outcomes
+        observed = np.append(got[keep], got[~keep].sum())
+        expected = np.append(p[keep], p[~keep].sum()) * draws
+        if expected[-1] == 0:
+            observed, expected = observed[:-1], expected[:-1]
+        return stats.chisquare(observed, expected).pvalue
+
+    assert pvalue(u) > 1e-4
+    if plain is not None:
+        # Power: the same draws reject the selection without the noise term.
+        assert pvalue(plain) < 1e-4

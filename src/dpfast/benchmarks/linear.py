@@ -8,11 +8,17 @@
 - A tree release of 2^24 leaves on one thread (noise on every node and the consistent
   estimate), in ns per leaf.
 - A census hierarchy of 10^7 leaf units (nation, 50 states, 10^5 counties, 10^7 blocks).
+- All 2-way and 3-way marginals of the bundled Adult data: dp.marginals (independent and
+  consistent) and dp.mwem against, when installed, smartnoise-synth's MWEM, MST and AIM
+  (``pip install "dpfast[compare]"``), each fitted and sampled in a child process that is
+  killed after ``PEER_TIMEOUT`` seconds.
 
-Every case uses the same histogram (Poisson counts, fixed seed) and epsilon for all methods.
+Every case uses the same data and epsilon for all methods.
 """
 from __future__ import annotations
 
+import multiprocessing
+import queue
 import statistics
 import time
 from typing import Any
@@ -161,11 +167,74 @@ def _full_counts(cols: dict[str, np.ndarray], keys: dict[str, list[Any]]) -> np.
     return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape)
 
 
+#: smartnoise-synth's synthesizers on the Adult table, with their settings. MWEM keeps a
+#: dense histogram of its column groups: on the joint 8-column domain (8.2 million cells)
+#: it does not finish in minutes, so it also runs with split_factor=4 (groups of two
+#: columns), as smartnoise's documentation suggests for wide tables.
+SMARTNOISE: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("mwem", {"split_factor": 4}), ("mwem", {}), ("mst", {}), ("aim", {}))
+#: Seconds a peer synthesizer may take (fit and sample) before it is stopped.
+PEER_TIMEOUT = 600.0
+
+
+def _smartnoise_child(name: str, kw: dict[str, Any], epsilon: float, k: int,
+                      out: Any) -> None:
+    """In a child process: fit and sample a smartnoise-synth synthesizer on the Adult
+    columns (as strings, every column categorical; the category lists are its own, from
+    the data, with no budget spent on them), and put (seconds, the synthetic records'
+    k-way marginal answers) on ``out``."""
+    import pandas as pd
+    from snsynth import Synthesizer
+
+    from ..linear.workloads import Marginals
+    cols, keys = adult_table()
+    frame = pd.DataFrame({c: np.asarray(cols[c]).astype(str) for c in ADULT_COLUMNS})
+    t0 = time.perf_counter()
+    synth = Synthesizer.create(name, epsilon=epsilon, **kw)
+    synth.fit(frame, categorical_columns=list(ADULT_COLUMNS), preprocessor_eps=0.0)
+    sample = synth.sample(len(frame))
+    seconds = time.perf_counter() - t0
+    sample = pd.DataFrame(sample, columns=list(ADULT_COLUMNS))
+    str_keys = {c: [str(v) for v in keys[c]] for c in ADULT_COLUMNS}
+    counts = _full_counts({c: sample[c].astype(str).to_numpy() for c in ADULT_COLUMNS},
+                          str_keys)
+    out.put((seconds, Marginals(counts.shape, k=k).answer(counts)))
+
+
+def smartnoise(name: str, kw: dict[str, Any], epsilon: float, k: int,
+               timeout: float = PEER_TIMEOUT) -> tuple[float, np.ndarray | None]:
+    """(seconds, answers) of one smartnoise-synth run in a child process; answers None if
+    it did not finish within ``timeout`` seconds (the child is then killed)."""
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    child = ctx.Process(target=_smartnoise_child, args=(name, kw, epsilon, k, out))
+    t0 = time.perf_counter()
+    child.start()
+    try:
+        seconds, answers = out.get(timeout=timeout)
+    except queue.Empty:
+        child.kill()
+        seconds, answers = time.perf_counter() - t0, None
+    child.join()
+    return seconds, answers
+
+
+def _has_smartnoise() -> bool:
+    try:
+        import snsynth  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def marginal_tables(k: int = 2, epsilon: float = 1.0, seeds: int = 5, rounds: int = 30,
-                    mwem: bool = True) -> list[dict[str, Any]]:
+                    mwem: bool = True, peers: bool = False,
+                    peer_timeout: float = PEER_TIMEOUT) -> list[dict[str, Any]]:
     """All k-way marginals of the Adult table (8 columns): mean over tables of the l1 error
-    divided by the number of records, and seconds, for dp.marginals' two methods and MWEM
-    (synthetic histogram over the full 9.5 million-cell domain) at the same epsilon."""
+    divided by the number of records, and seconds, for dp.marginals' two methods, MWEM
+    (synthetic histogram over the full 8.2 million-cell domain, ``rounds`` rounds) and,
+    with ``peers`` and smartnoise-synth installed, its synthesizers (one run each; MWEM
+    with ``iterations=rounds``), all at the same epsilon."""
     from ..linear.workloads import Marginals
     cols, keys = adult_table()
     counts = _full_counts(cols, keys)
@@ -204,14 +273,27 @@ def marginal_tables(k: int = 2, epsilon: float = 1.0, seeds: int = 5, rounds: in
         rows.append({"case": f"Adult {k}-way marginals", "k": k, "tables": len(work.attributes),
                      "method": name, "runs": len(err), "l1_per_record": statistics.mean(err),
                      "seconds": statistics.median(sec)})
+    if peers and _has_smartnoise():
+        for synth, kw in SMARTNOISE:
+            kw = {**kw, "iterations": rounds} if synth == "mwem" else kw
+            seconds, answers = smartnoise(synth, kw, epsilon, k, peer_timeout)
+            settings = ", ".join(f"{a}={v}" for a, v in kw.items())
+            rows.append({"case": f"Adult {k}-way marginals", "k": k,
+                         "tables": len(work.attributes),
+                         "method": f"smartnoise-synth {synth.upper()}"
+                                   + (f" ({settings})" if settings else ""),
+                         "runs": 1, "l1_per_record": None if answers is None else l1(answers),
+                         "seconds": seconds, "timeout": peer_timeout})
     return rows
 
 
 def run(quick: bool = False, libraries: bool = True) -> dict[str, Any]:
-    """Every linear-query benchmark (small sizes with quick)."""
+    """Every linear-query benchmark (small sizes, and no MWEM or peer synthesizers, with
+    quick)."""
     sizes = (2**8, 2**10) if quick else (2**10, 2**16, 2**20)
     runs = {2**8: 5, 2**10: 5} if quick else {2**10: 200, 2**16: 10, 2**20: 3}
-    marg = marginal_tables(2, seeds=2 if quick else 5, rounds=20, mwem=not quick)
+    marg = marginal_tables(2, seeds=2 if quick else 5, rounds=20, mwem=not quick,
+                           peers=libraries and not quick)
     marg += marginal_tables(3, seeds=2 if quick else 5, mwem=False)
     return {"ranges": ranges(sizes, runs=runs, libraries=libraries), "marginals": marg,
             "tree": tree_speed(2**16 if quick else 2**24, 2 if quick else 5),
@@ -248,6 +330,25 @@ def to_markdown(report: dict[str, Any]) -> str:
               "| tables | method | releases | l1 error / records | seconds |",
               "|---|---|---:|---:|---:|"]
     for r in report["marginals"]:
+        error = f"{r['l1_per_record']:.4f}" if r["l1_per_record"] is not None \
+            else f"did not finish in {r['timeout']:.0f} s"
         lines.append(f"| {r['tables']} {r['k']}-way | {r['method']} | {r['runs']} | "
-                     f"{r['l1_per_record']:.4f} | {r['seconds']:.3f} |")
+                     f"{error} | {r['seconds']:.3f} |")
+    lines += _mwem_against_peers(report["marginals"])
     return "\n".join(lines)
+
+
+def _mwem_against_peers(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per finished smartnoise-synth MWEM run: dpfast's MWEM (its default method)
+    beside it, error and time."""
+    ours = [r for r in rows if r["method"].startswith("dp.mwem") and "'tables'" in r["method"]]
+    out = []
+    for peer in rows:
+        if not peer["method"].startswith("smartnoise-synth MWEM") or ours == [] \
+                or peer["l1_per_record"] is None:
+            continue
+        mine = next(r for r in ours if r["k"] == peer["k"])
+        out.append(f"dp.mwem against {peer['method']}, {peer['k']}-way: l1 error / records "
+                   f"{mine['l1_per_record']:.4f} vs {peer['l1_per_record']:.4f}, "
+                   f"{peer['seconds'] / mine['seconds']:.0f}x faster.")
+    return [""] + out if out else []

@@ -57,7 +57,7 @@ from ..mechanisms.laplace import max_error_bound
 from ..releases.postprocess import consistent_counts
 from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
-from .workloads import Marginals, _domain, marginal
+from .workloads import Marginals, _domain, marginal_sums
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -391,7 +391,7 @@ def _check_counts(value: object, func: str) -> NDArray[np.int64]:
 
 def _sum_tables(counts: NDArray[np.int64], plan: _Plan) -> list[NDArray[np.int64]]:
     """The exact marginal tables of a full histogram."""
-    return [marginal(counts, s) for s in plan.sets]
+    return marginal_sums(counts, plan.sets)
 
 
 def _resolve(accountant: AccountantLike | None, rng: RngLike, threads: int | None,

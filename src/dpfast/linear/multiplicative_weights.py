@@ -5,7 +5,8 @@ MWEM releases a synthetic histogram ``x_hat`` that answers a workload of linear 
 uniform histogram with the data's total and runs ``T`` rounds. What a round measures is set
 by ``measure``:
 
-``measure="queries"`` (the paper's algorithm, the default). Each round
+``measure="queries"`` (the paper's algorithm; the default for every workload but
+``Marginals``). Each round
 
 1. selects a query that ``x_hat`` answers badly, by the exponential mechanism with utility
    ``|q . x - q . x_hat|`` (sensitivity 1: entries of ``q`` are in [0, 1] and ``x_hat``
@@ -14,17 +15,27 @@ by ``measure``:
 3. updates ``x_hat`` by multiplicative weights,
    ``x_hat *= exp(q * (m - q . x_hat) / (2 n))``, renormalised to the total ``n``.
 
-``measure="tables"`` (for ``Marginals`` workloads only; whole tables measured, as in
-smartnoise-synth's MWEM and McKenna et al.'s variants). Each round
+``measure="tables"`` (for ``Marginals`` workloads only, and their default; whole tables
+measured, as in smartnoise-synth's MWEM and McKenna et al.'s variants). Each round
 
 1. selects a marginal table ``j`` by the exponential mechanism with utility
-   ``u_j = ||table_j(x) - table_j(x_hat)||_1`` at ``eps_T / 2`` (sensitivity 1: adding or
-   removing a record changes one cell of each true table by 1);
-2. measures the whole table, Laplace noise of scale ``2 / eps_T`` on every cell (its count
-   vector has l1 sensitivity 1, so this is ``eps_T / 2``);
-3. updates every cell ``c`` of the table at once, ``x_hat *= exp(q_c * (m_c - q_c . x_hat)
-   / (2 n))``, renormalised to ``n``. The table's cells partition the domain, so this is one
-   factor per table cell, broadcast over the other attributes.
+   ``u_j = ||table_j(x) - table_j(x_hat)||_1 - b * cells_j`` at ``eps_T / 2``, where
+   ``b = 2 / eps_T`` is the measurement's noise scale, so ``b * cells_j`` is about the l1
+   error the measurement itself will have (the subtracted term is public: the sensitivity
+   stays 1, as adding or removing a record changes one cell of each true table by 1).
+   Without it, the selection favours the largest tables, whose measurements are mostly
+   noise (AIM, McKenna et al. 2022, selects the same way);
+2. measures the whole table, Laplace noise of scale ``b`` on every cell (its count vector
+   has l1 sensitivity 1, so this is ``eps_T / 2``);
+3. fits ``x_hat`` to the measured table: every cell ``c`` of the table is multiplied by
+   ``m_c / (q_c . x_hat)``, one factor per table cell broadcast over the other attributes,
+   so that ``x_hat``'s table becomes ``m``. This is the multiplicative-weights update with
+   the step that matches the measurement exactly (an iterative-proportional-fitting step,
+   the I-projection of ``x_hat`` onto the histograms with that table); the paper's small
+   steps ``exp(q_c (m_c - q_c . x_hat) / (2 n))`` repeated converge to the same point when
+   the measurements are consistent, but slowly. ``m`` is the mean of the table's
+   measurements so far, each cell clamped below at ``FIT_FLOOR`` (so no cell of ``x_hat``
+   becomes 0 and a later table can still move it) and scaled to the total ``n``.
 
 Budget. ``epsilon`` is charged once, for the whole call, whatever ``measure``. If ``total``
 (``n``) is not given, ``TOTAL_FRACTION`` (5%) of it measures the total (sensitivity 1,
@@ -37,18 +48,24 @@ is ``0.05 epsilon + 2 T * eps_R / (2 T) = epsilon``-DP. A given total is treated
 Choices beyond the paper's pseudocode, all post-processing of the private selections and
 measurements (they cost no budget):
 
-- Like the paper's own implementation and smartnoise-synth's, after each new measurement
-  the update of every query (table) measured so far is applied again: ``MWEM_PASSES`` (10,
-  the paper's code's default) passes over the measured queries (tables), in the order they
-  were first measured (the first pass includes the new measurement).
+- With ``measure="queries"``, like the paper's own implementation and smartnoise-synth's,
+  after each new measurement the update of every query measured so far is applied again:
+  ``MWEM_PASSES`` (10, the paper's code's default) passes over the measured queries, in the
+  order they were first measured (the first pass includes the new measurement). With
+  ``measure="tables"`` each round fits only the table it measured: more passes over the
+  earlier tables did not lower the error (Adult 2-way marginals, README table 7).
 - A query (table) selected more than once is updated towards the mean of its measurements.
-- A measurement used in an update is clamped to ``[0, n]`` (each cell, for a table), the
+- With ``measure="queries"`` a measurement used in an update is clamped to ``[0, n]``, the
   range of ``q . x`` for a query with entries in [0, 1] and a histogram of total ``n``: each
   update's exponent is then within +-1/2, so ``x_hat`` cannot overflow. ``measurements``
   keeps the raw values.
 - A measured total is clamped below at 1.
 - The release is the mean of the ``T`` histograms after each round's updates
-  (``average=True``, as in the paper's analysis) or the last one.
+  (``average=True``, as in the paper's analysis; the default with ``measure="queries"``) or
+  the last one (``average=False``, the default with ``measure="tables"``: the last
+  histogram fits every measured table as of its round, while the mean mixes in the early,
+  nearly uniform ones; on the Adult 2-way marginals the mean's error is about twice the
+  last one's).
 
 Accuracy: :func:`mwem_error_bound` (Theorem 2.2 of the paper, for ``measure="queries"``)
 and :meth:`MWEMRelease.error_bound`.
@@ -68,12 +85,12 @@ value per atom, not per cell. Each round then costs one ``workload.answer`` on `
 time, and a few passes over the cells (splitting the atoms by that row, writing out
 ``x_hat``). Memory: a few arrays of the cells, and ``T`` entries per atom. With
 ``measure="tables"``, ``x_hat`` is a dense array of the domain (once the measured tables
-cover every attribute, atoms would be single cells): each update is one marginal (a sum over
-the cells) and one in-place broadcast product, about two passes over the cells, and each
-round adds one marginal per table for the selection; numpy's reductions and products run
-over contiguous blocks of at least 1024 cells. On the Adult data's 28 two-way marginals
-(8.2 million cells), 20 rounds take about as long as with ``measure="queries"`` (about 10 s
-on one core).
+cover every attribute, atoms would be single cells): a round is the selection's tables of
+``x_hat`` (:func:`dpfast.linear.workloads.marginal_sums`: a few passes over the cells, each
+serving several tables) and one fit (one marginal and one in-place broadcast product);
+numpy's reductions and products run over contiguous blocks of at least 1024 cells. On the
+Adult data's 28 two-way marginals (8.2 million cells) 20 rounds take about a second on one
+core.
 """
 from __future__ import annotations
 
@@ -95,10 +112,13 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["mwem", "MWEMRelease", "mwem_error_bound", "MWEM_PASSES", "TOTAL_FRACTION"]
+__all__ = ["mwem", "MWEMRelease", "mwem_error_bound", "MWEM_PASSES", "TOTAL_FRACTION",
+           "FIT_FLOOR"]
 
-#: Passes over all measured queries after each new measurement.
+#: Passes over all measured queries after each new measurement (measure="queries").
 MWEM_PASSES = 10
+#: The least value of a measured table's cell when x_hat is fitted to it (measure="tables").
+FIT_FLOOR = 1e-3
 #: Share of epsilon spent measuring the total when it is not given.
 TOTAL_FRACTION = 0.05
 #: What a round can measure (see the module).
@@ -188,10 +208,10 @@ class MWEMRelease:
 
 
 def mwem(counts: ArrayLike, workload: _wl.Workload, *, epsilon: float, rounds: int,
-         total: float | None = None, average: bool = True, measure: str | None = None,
+         total: float | None = None, average: bool | None = None, measure: str | None = None,
          accountant: AccountantLike | None = None, rng: RngLike = None,
          threads: int | None = None) -> MWEMRelease:
-    """mwem(counts, workload, *, epsilon, rounds, total=None, average=True, measure=None, accountant=None, rng=None, threads=None)
+    """mwem(counts, workload, *, epsilon, rounds, total=None, average=None, measure=None, accountant=None, rng=None, threads=None)
 
     A synthetic histogram answering ``workload`` privately, by MWEM (see the module).
 
@@ -210,7 +230,8 @@ def mwem(counts: ArrayLike, workload: _wl.Workload, *, epsilon: float, rounds: i
     total : float, optional
         The number of records, if public (> 0). ``None``: measured with 5% of ``epsilon``.
     average : bool, optional
-        Release the mean of the rounds' histograms (default) or the last one.
+        Release the mean of the rounds' histograms or the last one. Default: the mean with
+        ``measure="queries"`` (as in the paper), the last with ``measure="tables"``.
     measure : {"queries", "tables"}, optional
         What each round selects and measures: one query, or one whole marginal table (only
         for a :class:`~dpfast.linear.workloads.Marginals` workload). Default: ``"tables"``
@@ -237,8 +258,8 @@ def mwem(counts: ArrayLike, workload: _wl.Workload, *, epsilon: float, rounds: i
     ``eps_R / (2 T)`` each (per round a selection, and a measurement of a query or of a
     table's sensitivity-1 count vector). With ``measure="queries"`` each round costs one
     ``workload.answer``, at most one ``workload.query`` and a few passes over the cells;
-    with ``measure="tables"`` about two passes over the cells per update, up to
-    ``MWEM_PASSES * T`` updates per round.
+    with ``measure="tables"`` a few passes over the cells for the selection and about two
+    for the fit.
 
     Examples
     --------
@@ -309,16 +330,17 @@ class _Plan:
     draws: int                           # the largest kernel call (for the thread count)
     em_a: float                          # selection weights exp(em_a * (u - max u))
     grid: tuple[float, float]            # (g, t) of the measurements' Laplace noise
+    scale: float                         # their scale, g * t
     total_grid: tuple[float, float]      # (g, t) of the total's Laplace noise
 
 
 def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int,
-          total: float | None, average: bool, measure: object, func: str) -> _Plan:
+          total: float | None, average: bool | None, measure: object, func: str) -> _Plan:
     eps = _v.check_epsilon(epsilon, func)
     t = _v.check_positive_int(rounds, "rounds", func)
-    avg = _v.check_bool(average, "average", func)
     wl = _check_workload(workload, func)
     kind = _check_measure(measure, wl, func)
+    avg = kind == "queries" if average is None else _v.check_bool(average, "average", func)
     x = _check_counts(counts, wl, func)
     public = None if total is None else _v.check_real(total, "total", func)
     eps_total = 0.0 if public is not None else TOTAL_FRACTION * eps
@@ -333,7 +355,7 @@ def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int
     if public is None:
         _check_grid(float(x.sum()), total_grid[0], "the total", func)
     return _Plan(x, wl, truth, public, eps, eps_total, t, avg, kind, _draws(wl, kind),
-                 1.0 / em_scale, grid, total_grid)
+                 1.0 / em_scale, grid, grid[0] * grid[1], total_grid)
 
 
 def _check_workload(workload: object, func: str) -> _wl.Workload:
@@ -348,10 +370,10 @@ def _check_workload(workload: object, func: str) -> _wl.Workload:
 
 
 def _check_measure(measure: object, wl: _wl.Workload, func: str) -> str:
-    """"queries" or "tables" (None: "queries")."""
+    """"queries" or "tables" (None: "tables" for Marginals, else "queries")."""
     is_marginals = isinstance(wl, _wl.Marginals)
     if measure is None:
-        return "queries"
+        return "tables" if is_marginals else "queries"
     if not isinstance(measure, str):
         raise TypeError(f"The 'measure' parameter of {func} must be None, 'queries' or "
                         f"'tables'. Got {measure!r} instead.")
@@ -407,17 +429,14 @@ def _check_grid(value: float, g: float, what: str, func: str) -> None:
 class _State(Protocol):
     """What a round works on: ``_Queries`` (measure="queries") or ``_Tables``."""
 
-    def select(self, gen: _native.ChaCha20, threads: int, xhat: NDArray[np.float64]) -> int:
-        """A private selection, given ``x_hat`` (flat)."""
+    def select(self, gen: _native.ChaCha20, threads: int) -> int:
+        """A private selection, given the current ``x_hat``."""
 
     def measure(self, gen: _native.ChaCha20, threads: int, i: int) -> NDArray[np.float64]:
         """The noisy answer(s) of what ``i`` selects."""
 
-    def add(self, i: int) -> None:
-        """Record that ``i`` is measured for the first time."""
-
-    def update(self, j: int, target: NDArray[np.float64]) -> None:
-        """The multiplicative-weights update of the ``j``-th measured query (table)."""
+    def update(self, i: int, value: NDArray[np.float64]) -> None:
+        """Update ``x_hat`` with a new measurement of what ``i`` selects."""
 
     def histogram(self) -> NDArray[np.float64]:
         """``x_hat`` over the cells (flat)."""
@@ -427,40 +446,43 @@ def _run(gen: _native.ChaCha20, threads: int, plan: _Plan) -> MWEMRelease:
     """All rounds of MWEM on a checked plan, drawing from ``gen``."""
     n = plan.total if plan.total is not None else _noisy_total(gen, threads, plan)
     state: _State = _Tables(plan, n) if plan.measure == "tables" else _Queries(plan, n)
-    xhat = state.histogram()
     mean = np.zeros(plan.x.size) if plan.average else None
-    measured: dict[int, list[NDArray[np.float64]]] = {}    # clamped; first-measured order
     selected = np.empty(plan.rounds, dtype=np.int64)
     values = []
     for r in range(plan.rounds):
-        i = state.select(gen, threads, xhat)
+        i = state.select(gen, threads)
         selected[r] = i
         values.append(state.measure(gen, threads, i))
-        if i not in measured:
-            measured[i] = []
-            state.add(i)
-        measured[i].append(np.clip(values[-1], 0.0, n))
-        targets = [_mean(m) for m in measured.values()]
-        for _ in range(MWEM_PASSES):
-            for j, target in enumerate(targets):
-                state.update(j, target)
-        xhat = state.histogram()
+        state.update(i, values[-1])
         if mean is not None:
-            mean += xhat
-    flat = xhat if mean is None else mean * (n / mean.sum())
+            mean += state.histogram()
+    flat = state.histogram() if mean is None else mean * (n / mean.sum())
     synthetic = flat.reshape(plan.workload.domain)
     return MWEMRelease(synthetic, plan.workload.answer(synthetic), selected,
                        np.concatenate(values), plan.epsilon, plan.rounds, n,
                        plan.total_epsilon, plan.measure)
 
 
-def _mean(values: list[NDArray[np.float64]]) -> NDArray[np.float64]:
-    """The mean of equal-shaped arrays, summed in order."""
-    out = np.array(values[0], dtype=np.float64)
-    for v in values[1:]:
-        out += v
-    out /= len(values)
-    return out
+class _Measured:
+    """The measurements of each selected query (table), in the order first selected."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, list[NDArray[np.float64]]] = {}
+
+    def add(self, i: int, value: NDArray[np.float64]) -> bool:
+        """Record a measurement of ``i``; True if ``i`` is measured for the first time."""
+        new = i not in self.values
+        self.values.setdefault(i, []).append(value)
+        return new
+
+    def mean(self, i: int) -> NDArray[np.float64]:
+        """The mean of ``i``'s measurements, summed in order."""
+        values = self.values[i]
+        out = np.array(values[0], dtype=np.float64)
+        for v in values[1:]:
+            out += v
+        out /= len(values)
+        return out
 
 
 def _noisy_total(gen: _native.ChaCha20, threads: int, plan: _Plan) -> float:
@@ -479,24 +501,29 @@ class _Queries:
     """measure="queries": one query per round, ``x_hat`` kept on atoms (:class:`_Atoms`)."""
 
     def __init__(self, plan: _Plan, total: float):
-        self.plan = plan
+        self.plan, self.total = plan, total
         self.atoms = _Atoms(plan.x.size, total)
+        self.measured = _Measured()
 
-    def select(self, gen: _native.ChaCha20, threads: int, xhat: NDArray[np.float64]) -> int:
+    def select(self, gen: _native.ChaCha20, threads: int) -> int:
         """The exponential mechanism on the errors ``|q . x - q . x_hat|`` of every query."""
         return _choose(gen, threads, self.plan,
-                       np.abs(self.plan.truth - self.plan.workload.answer(xhat)))
+                       np.abs(self.plan.truth - self.plan.workload.answer(self.histogram())))
 
     def measure(self, gen: _native.ChaCha20, threads: int, i: int) -> NDArray[np.float64]:
         """The query's answer with Laplace noise of scale ``2T / eps_R`` (one value)."""
         g, t = self.plan.grid
         return np.array([_native.laplace_scalar(gen, threads, t, g, float(self.plan.truth[i]))])
 
-    def add(self, i: int) -> None:
-        self.atoms.add(self.plan.workload.query(i))
-
-    def update(self, j: int, target: NDArray[np.float64]) -> None:
-        self.atoms.update(j, float(target[0]))
+    def update(self, i: int, value: NDArray[np.float64]) -> None:
+        """``MWEM_PASSES`` passes of the paper's update over every measured query, each
+        towards the mean of its measurements clamped to ``[0, n]``."""
+        if self.measured.add(i, np.clip(value, 0.0, self.total)):
+            self.atoms.add(self.plan.workload.query(i))
+        targets = [float(self.measured.mean(k)[0]) for k in self.measured.values]
+        for _ in range(MWEM_PASSES):
+            for j, target in enumerate(targets):
+                self.atoms.update(j, target)
 
     def histogram(self) -> NDArray[np.float64]:
         return self.atoms.histogram()
@@ -511,18 +538,19 @@ class _Tables:
         self.plan, self.total = plan, total
         self.marginals = plan.workload
         self.xhat = np.full(plan.workload.domain, total / plan.x.size)
-        self.order: list[int] = []           # tables in the order first measured
+        self.measured = _Measured()
 
     def truth(self, j: int) -> NDArray[np.float64]:
         """Table ``j`` of the data, flat (a view of the plan's answers)."""
         lo, hi = self.marginals.offsets[j], self.marginals.offsets[j + 1]
         return self.plan.truth[lo:hi]
 
-    def select(self, gen: _native.ChaCha20, threads: int, xhat: NDArray[np.float64]) -> int:
-        """The exponential mechanism on the l1 errors ``||table_j(x) - table_j(x_hat)||_1``
-        (``xhat`` is a flat view of ``self.xhat``)."""
-        u = [float(np.abs(self.truth(j) - _wl.marginal(self.xhat, s).ravel()).sum())
-             for j, s in enumerate(self.marginals.attributes)]
+    def select(self, gen: _native.ChaCha20, threads: int) -> int:
+        """The exponential mechanism on ``||table_j(x) - table_j(x_hat)||_1`` less the
+        expected l1 error of table ``j``'s measurement, ``scale * cells_j``."""
+        tables = _wl.marginal_sums(self.xhat, self.marginals.attributes)
+        u = [float(np.abs(self.truth(j) - t.ravel()).sum()) - self.plan.scale * t.size
+             for j, t in enumerate(tables)]
         return _choose(gen, threads, self.plan, np.array(u))
 
     def measure(self, gen: _native.ChaCha20, threads: int, j: int) -> NDArray[np.float64]:
@@ -531,16 +559,15 @@ class _Tables:
         g, t = self.plan.grid
         return _native.fill_laplace(gen, threads, np.empty(base.size), t, g, base)
 
-    def add(self, j: int) -> None:
-        self.order.append(j)
-
-    def update(self, j: int, target: NDArray[np.float64]) -> None:
-        """``x_hat *= exp(q_c (m_c - q_c . x_hat) / (2 n))`` for every cell ``c`` of the
-        ``j``-th measured table, renormalised to ``n``: one factor per table cell."""
-        keep = self.marginals.attributes[self.order[j]]
+    def update(self, j: int, value: NDArray[np.float64]) -> None:
+        """Fit ``x_hat`` to table ``j``'s measurements: their mean, each cell at least
+        ``FIT_FLOOR``, in proportion with the total ``n``; one factor per table cell."""
+        self.measured.add(j, value)
+        keep = self.marginals.attributes[j]
         estimate = _wl.marginal(self.xhat, keep)
-        factor = np.exp((target.reshape(estimate.shape) - estimate) / (2.0 * self.total))
-        # The new total is sum(estimate * factor): renormalise within the same product.
+        target = np.maximum(self.measured.mean(j).reshape(estimate.shape), FIT_FLOOR)
+        # A cell whose estimate has underflowed to 0 stays 0; the others keep the total.
+        factor = np.divide(target, estimate, out=np.zeros_like(target), where=estimate > 0)
         factor *= self.total / float(np.sum(estimate * factor))
         _multiply(self.xhat, keep, factor)
 

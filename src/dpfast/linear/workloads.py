@@ -238,14 +238,14 @@ class Marginals(Workload):
     def tables(self, x: ArrayLike) -> list[NDArray[np.float64]]:
         """The marginal tables of ``x``, each of the shape of its attributes."""
         full = self._check_x(x, "tables").reshape(self.domain)
-        return [marginal(full, s) for s in self.attributes]
+        return marginal_sums(full, self.attributes)
 
     def _column_norms(self) -> NDArray[np.float64]:
         return np.full(self.n_cells, float(len(self.attributes)))
 
     def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         full = x.reshape(self.domain)
-        return np.concatenate([marginal(full, s).ravel() for s in self.attributes])
+        return np.concatenate([t.ravel() for t in marginal_sums(full, self.attributes)])
 
     def _row(self, i: int) -> NDArray[np.float64]:
         j = int(np.searchsorted(self.offsets, i, side="right")) - 1
@@ -289,10 +289,52 @@ def marginal(x: NDArray[Any], keep: tuple[int, ...]) -> NDArray[Any]:
     shape = x.shape
     b = trailing_block(shape)
     y = x.reshape(shape[:b] + (math.prod(shape[b:]),))
-    y = y.sum(axis=tuple(a for a in range(b) if a not in keep))
-    axes = [a for a in keep if a < b] + list(range(b, len(shape)))
-    y = y.reshape(tuple(shape[a] for a in axes))
-    return np.asarray(y.sum(axis=tuple(i for i, a in enumerate(axes) if a not in keep)))
+    lead = tuple(a for a in range(b) if a not in keep)
+    if lead:                                        # (a sum over no axis would copy x)
+        y = y.sum(axis=lead)
+    # Within the block, runs of adjacent axes that are all kept or all summed are merged,
+    # so that each sum is over one contiguous run.
+    runs: list[tuple[bool, int]] = [(True, math.prod(shape[a] for a in keep if a < b))]
+    for a in range(b, len(shape)):
+        if runs[-1][0] == (a in keep):
+            runs[-1] = (a in keep, runs[-1][1] * shape[a])
+        else:
+            runs.append((a in keep, shape[a]))
+    y = y.reshape(tuple(size for _, size in runs))
+    summed = tuple(i for i, (kept, _) in enumerate(runs) if not kept)
+    y = y.sum(axis=summed) if summed else y.copy()
+    return np.asarray(y).reshape(tuple(shape[a] for a in keep))
+
+
+#: The most cells a shared intermediate of :func:`marginal_sums` may have.
+SHARED_CELLS = 2**16
+
+
+def marginal_sums(x: NDArray[Any], sets: Sequence[tuple[int, ...]], *,
+                  shared_cells: int = SHARED_CELLS) -> list[NDArray[Any]]:
+    """The marginals of ``x`` over each attribute set (sorted tuples), in order, in a few
+    passes over ``x``: the sets are grouped greedily, in order, while the union of a group's
+    attributes has at most ``shared_cells`` cells (a set larger than that is a group of its
+    own); each group costs one :func:`marginal` of ``x`` over its union, and each of its
+    sets a sum over that small array. On the Adult data's 8.2 million cells the 28 two-way
+    tables take 5 passes instead of 28."""
+    shape = x.shape
+    out: list[NDArray[Any]] = [np.empty(0)] * len(sets)
+    pending = list(range(len(sets)))
+    while pending:
+        union, group = set(sets[pending[0]]), [pending[0]]
+        for i in pending[1:]:
+            wider = union | set(sets[i])
+            if math.prod(shape[a] for a in wider) <= shared_cells:
+                union = wider
+                group.append(i)
+        keep = tuple(sorted(union))
+        shared = marginal(x, keep)
+        for i in group:
+            out[i] = shared if sets[i] == keep else np.asarray(shared.sum(
+                axis=tuple(p for p, a in enumerate(keep) if a not in sets[i])))
+        pending = [i for i in pending if i not in group]
+    return out
 
 
 class Conjunctions(Workload):
