@@ -20,6 +20,10 @@ from .linear import (
     workloads,
 )
 from .mechanisms import (
+    AboveThreshold,
+    NumericSparse,
+    Sparse,
+    SparseVectorHalted,
     exponential_mechanism,
     exponential_mechanism_utility_gap,
     gaussian_mechanism,
@@ -54,7 +58,11 @@ from .samplers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AboveThreshold",
     "Accountant",
+    "NumericSparse",
+    "Sparse",
+    "SparseVectorHalted",
     "BudgetExceededError",
     "ChaCha20",
     "census_hierarchy",

@@ -9,7 +9,9 @@ post-process. A new mechanism goes into the module of its family, or a new one b
 - :mod:`~dpfast.mechanisms.gaussian`: the Gaussian mechanism and its calibration;
 - :mod:`~dpfast.mechanisms.selection`: report noisy max, the exponential mechanism,
   permute-and-flip, top-k;
-- :mod:`~dpfast.mechanisms.randomized_response`: local DP for yes/no and categorical answers.
+- :mod:`~dpfast.mechanisms.randomized_response`: local DP for yes/no and categorical answers;
+- :mod:`~dpfast.mechanisms.sparse_vector`: the sparse vector technique (AboveThreshold,
+  Sparse, NumericSparse), objects charged once and queried until they halt.
 
 Releases of whole tables (histograms, contingency tables, post-processing) are in
 :mod:`dpfast.releases`; raw noise without a budget in :mod:`dpfast.samplers`.
@@ -33,8 +35,13 @@ from .selection import (
     report_noisy_max,
     top_k,
 )
+from .sparse_vector import AboveThreshold, NumericSparse, Sparse, SparseVectorHalted
 
 __all__ = [
+    "AboveThreshold",
+    "NumericSparse",
+    "Sparse",
+    "SparseVectorHalted",
     "exponential_mechanism",
     "exponential_mechanism_utility_gap",
     "gaussian_mechanism",

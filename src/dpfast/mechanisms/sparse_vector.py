@@ -1,0 +1,382 @@
+"""The sparse vector technique: ``AboveThreshold``, ``Sparse`` and ``NumericSparse``.
+
+Queries arrive one at a time (or in arrays); the mechanism says, for each, whether its
+answer is above a public threshold, and pays only for the few that are. The whole budget
+``epsilon`` is charged when the object is created, before anything is drawn; the objects
+then answer until their cutoff and raise :class:`SparseVectorHalted` afterwards.
+
+The form used (Lyu, Su & Li, PVLDB 2017, Algorithm 1; NumericSparse their Algorithm 7),
+with ``Delta`` the queries' sensitivity and ``c`` the cutoff:
+
+- the threshold is noised once, ``T_hat = T + Lap(Delta / eps_1)``;
+- each query gets fresh noise, ``q_i + Lap(2 c Delta / eps_2)``, or ``Lap(c Delta /
+  eps_2)`` for *monotonic* queries (all answers move in the same direction between
+  neighbouring datasets: counts under adding a record, for instance);
+- the answer is ``True`` when ``q_i + noise >= T_hat``; the object halts after ``c`` of
+  them;
+- NumericSparse also releases, for each ``True``, ``q_i + Lap(c Delta / eps_3)``, drawn
+  afresh (never the comparison's noisy value).
+
+It is ``eps_1 + eps_2 (+ eps_3) = epsilon``-DP (Lyu et al., Theorems 2 and 6). The
+textbook's Sparse (Dwork & Roth, Algorithm 2) instead restarts AboveThreshold after each
+``True``, redrawing the threshold noise with ``epsilon / c`` each: its threshold noise is
+``c`` times larger for the same query noise. Algorithm 1 keeps one noisy threshold and so
+is at least as accurate for every ``c``; for ``c = 1`` both are AboveThreshold (Dwork &
+Roth, Algorithm 1): ``T + Lap(2 Delta / epsilon)`` and ``q_i + Lap(4 Delta / epsilon)``
+with the default even split. The variants that drop the threshold noise, the halt, or the
+factor ``c`` in the query noise are not private; ``tests/test_audit.py`` shows
+:func:`dpfast.audit` catching each.
+
+Default splits (``shares``): ``(1/2, 1/2)`` of ``epsilon`` to the threshold and the
+comparisons (the textbook's); NumericSparse ``(1/4, 1/4, 1/2)``: half to the released
+values, the part a caller reads, and the rest split as in AboveThreshold. Lyu et al.
+show that ``eps_1 : eps_2 = 1 : (2c)^(2/3)`` minimises the comparisons' error; pass it
+as ``shares`` when ``c`` is large.
+
+Noise. An integer threshold with an integral sensitivity gives discrete Laplace noise
+everywhere (the queries must then be integers, and the comparison is exact); otherwise
+dpfast's grid Laplace noise (:mod:`dpfast.samplers`), the threshold and the queries each
+rounded to their noise's grid, as in :func:`dpfast.laplace_mechanism`. Each call draws
+its noise from the object's generator (the one given as ``rng``, or one made from the
+seed or the OS): a given seed gives the same answers for the same calls, and the answers
+do not depend on ``threads``. Noise drawn for queries after the halt within one array is
+discarded, never reused.
+
+Queries may come one by one or as arrays; an array's answers stop at the halt (their
+length says how many were asked). Bad queries raise ``TypeError``/``ValueError`` naming
+the argument, with nothing drawn and the object unchanged.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..rng import resolve_threads
+from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..accounting import AccountantLike
+    from ..rng import RngLike
+
+__all__ = ["AboveThreshold", "Sparse", "NumericSparse", "SparseVectorHalted"]
+
+# Integer thresholds and queries stay exact in int64 with noise added while |value| <= 2^62.
+_MAX_INT = 2**62
+
+
+class SparseVectorHalted(RuntimeError):
+    """A query to a sparse-vector object that has given all its above-threshold answers."""
+
+
+@dataclass(frozen=True)
+class _Noise:
+    """The noise of one sparse-vector object: for each of the threshold, the comparisons
+    and the released values, the scale and (for grid noise) the grid ``(g, t)``."""
+
+    discrete: bool
+    threshold: float                   # noise scales
+    queries: float
+    values: float
+
+    def grid(self, scale: float) -> tuple[float, float]:
+        """``(g, t)`` of grid noise of this scale; ``(1, scale)`` for discrete noise."""
+        return (1.0, scale) if self.discrete else laplace_grid(scale)
+
+    def limit(self, scale: float) -> float:
+        """The largest magnitude a value noised at this scale may have."""
+        return float(_MAX_INT) if self.discrete else 2.0**52 * self.grid(scale)[0]
+
+    def draw(self, gen: _native.ChaCha20, threads: int, base: NDArray[Any],
+             scale: float) -> NDArray[Any]:
+        """``base`` (int64 when discrete, else float64) plus noise of this scale."""
+        g, t = self.grid(scale)
+        if self.discrete:
+            return _native.fill_discrete_laplace(gen, threads, np.empty(base.size, np.int64), t,
+                                                 base)
+        return _native.fill_laplace(gen, threads, np.empty(base.size), t, g, base)
+
+
+def _check_shares(shares: object, parts: int, func: str) -> tuple[float, ...]:
+    """``parts`` positive finite fractions of epsilon summing to 1."""
+    rule = f"a tuple of {parts} positive fractions of epsilon that sum to 1"
+    if not isinstance(shares, (tuple, list)) or len(shares) != parts:
+        raise TypeError(f"The 'shares' parameter of {func} must be {rule}. Got "
+                        f"{_v.describe(shares)} instead.")
+    out = tuple(_v.check_real(s, "shares", func, high=1.0, high_open=False) for s in shares)
+    if abs(math.fsum(out) - 1.0) > 1e-9:
+        raise ValueError(f"The 'shares' parameter of {func} must be {rule}. Got "
+                         f"{tuple(shares)!r} (sum {math.fsum(out)!r}) instead.")
+    return out
+
+
+def _noise(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
+           monotonic: bool, shares: tuple[float, ...], func: str) -> _Noise:
+    """The noise scales (Lyu et al., Algorithms 1 and 7), discrete for an integer threshold
+    and an integral sensitivity, each within the samplers' range."""
+    discrete = isinstance(threshold, (int, np.integer)) and not isinstance(
+        threshold, (bool, np.bool_)) and float(sensitivity).is_integer()
+    per_query = (1.0 if monotonic else 2.0) * cutoff * sensitivity
+    scales = (sensitivity / (shares[0] * epsilon), per_query / (shares[1] * epsilon),
+              cutoff * sensitivity / (shares[2] * epsilon) if len(shares) > 2 else 1.0)
+    high = MAX_DISCRETE_SCALE if discrete else _v.MAX_SCALE
+    for scale in scales:
+        if not _v.MIN_SCALE <= scale <= high:
+            raise ValueError(f"The 'epsilon', 'sensitivity', 'cutoff' and 'shares' parameters "
+                             f"of {func} must give noise scales in [{_v.MIN_SCALE:g}, "
+                             f"{high:g}]. Got a scale of {scale:g} instead.")
+    return _Noise(discrete, *scales)
+
+
+def _check_values(values: ArrayLike, noise: _Noise, scales: tuple[float, ...], name: str,
+                  func: str) -> tuple[NDArray[Any], bool]:
+    """Queries (or a threshold), to be noised at each of ``scales``, as a flat int64
+    (discrete) or float64 array, and whether one scalar was given."""
+    data, is_int = _v.check_data(values, name, func)
+    if data.ndim > 1:
+        raise ValueError(f"The {name!r} parameter of {func} must be a number or a 1-D array. "
+                         f"Got an array of shape {data.shape} instead.")
+    if noise.discrete and not is_int:
+        raise TypeError(f"The {name!r} parameter of {func} must be integers: the threshold is "
+                        f"an integer, so the noise is discrete. Got {_v.describe(values)} "
+                        f"instead.")
+    flat = data.reshape(-1)
+    limit = min(noise.limit(scale) for scale in scales)
+    if flat.size and float(np.max(np.abs(flat.astype(np.float64)))) > limit:
+        bad = flat[int(np.argmax(np.abs(flat.astype(np.float64))))]
+        raise ValueError(f"The {name!r} parameter of {func} must be at most {limit:g} in "
+                         f"magnitude (exact arithmetic with the noise). Got an entry {bad!r} "
+                         f"instead.")
+    return (flat if noise.discrete else flat.astype(np.float64)), data.ndim == 0
+
+
+def _outcomes(noisy: NDArray[Any], noisy_threshold: NDArray[Any],
+              remaining: int) -> NDArray[np.int8]:
+    """For runs (rows) of noisy query answers and each run's noisy threshold: 1 above, 0
+    below, -1 not asked (after the run's ``remaining``-th above)."""
+    above = noisy >= noisy_threshold[:, None]
+    before: NDArray[np.intp] = np.cumsum(above, axis=1) - above    # aboves before each
+    return np.where(before < remaining, above, -1).astype(np.int8)
+
+
+class _SparseVector:
+    """What the three objects share: the charge, the noisy threshold, the state."""
+
+    _shares: tuple[float, ...] = (0.5, 0.5)
+    _numeric = False
+    epsilon: float
+    cutoff: int
+    sensitivity: float
+    monotonic: bool
+    threshold: float
+    shares: tuple[float, ...]
+    asked: int
+    above: int
+    _func: str
+    _noise: _Noise
+    _threads: int | None
+    _scales: tuple[float, ...]
+    _gen: _native.ChaCha20
+    _threshold: NDArray[Any]
+
+    def __init__(self, threshold: float, *, epsilon: float, cutoff: int,
+                 sensitivity: float, monotonic: bool, shares: Sequence[float] | None,
+                 accountant: AccountantLike | None, rng: RngLike,
+                 threads: int | None) -> None:
+        func = type(self).__name__
+        eps = _v.check_epsilon(epsilon, func)
+        c = _v.check_positive_int(cutoff, "cutoff", func)
+        delta = _v.check_sensitivity(sensitivity, func)
+        mono = _v.check_bool(monotonic, "monotonic", func)
+        split = _check_shares(self._shares if shares is None else shares, len(self._shares),
+                              func)
+        if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
+            raise TypeError(f"The 'threshold' parameter of {func} must be a real number. Got "
+                            f"{_v.describe(threshold)} instead.")
+        noise = _noise(threshold, eps, c, delta, mono, split, func)
+        base, _ = _check_values(threshold, noise, (noise.threshold,), "threshold", func)
+        _v.check_threads(threads, func)
+        self._gen, self._threshold = release(func, accountant, eps, 0.0, rng, threads, 1,
+                                             _start, noise, base)
+        self._func, self._noise, self._threads = func, noise, threads
+        self._scales = (noise.queries, noise.values) if self._numeric else (noise.queries,)
+        self.epsilon, self.cutoff, self.sensitivity, self.monotonic = eps, c, delta, mono
+        self.threshold, self.shares = threshold, split
+        self.asked = 0           # queries answered so far
+        self.above = 0           # of which above the threshold
+
+    @property
+    def halted(self) -> bool:
+        """True once ``cutoff`` answers were above the threshold."""
+        return self.above >= self.cutoff
+
+    def _compare(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any], bool]:
+        """The answers to a call's queries (up to the halt), the asked queries' values, and
+        whether one scalar was given."""
+        if self.halted:
+            raise SparseVectorHalted(
+                f"{self._func} has halted: it gave its {self.cutoff} above-threshold "
+                f"answer(s) after {self.asked} queries. Create a new {self._func} (a new "
+                f"charge of epsilon) to ask more.")
+        base, scalar = _check_values(values, self._noise, self._scales, "values", self._func)
+        threads = resolve_threads(self._threads, self._func, max(base.size, 1))
+        noisy = self._noise.draw(self._gen, threads, base, self._noise.queries)
+        out = _outcomes(noisy[None, :], self._threshold, self.cutoff - self.above)[0]
+        asked = int(np.count_nonzero(out >= 0))
+        answers = out[:asked] == 1
+        self.asked += asked
+        self.above += int(np.count_nonzero(answers))
+        return answers, base[:asked], scalar
+
+    def __repr__(self) -> str:
+        return (f"{self._func}(threshold={self.threshold!r}, epsilon={self.epsilon!r}, "
+                f"cutoff={self.cutoff}, sensitivity={self.sensitivity!r}, "
+                f"monotonic={self.monotonic}; asked {self.asked}, above {self.above}"
+                f"{', halted' if self.halted else ''})")
+
+
+def _start(gen: _native.ChaCha20, threads: int, noise: _Noise,
+           threshold: NDArray[Any]) -> tuple[_native.ChaCha20, NDArray[Any]]:
+    """The release's kernel: the noisy threshold, and the generator the object keeps."""
+    return gen, noise.draw(gen, threads, threshold, noise.threshold)
+
+
+class Sparse(_SparseVector):
+    """Sparse(threshold, *, epsilon, cutoff=1, sensitivity=1.0, monotonic=False, shares=None, accountant=None, rng=None, threads=None)
+
+    The sparse vector technique with cutoff ``c``: answers whether each query is above a
+    noisy threshold, until ``c`` answers were (see the module for the algorithm).
+
+    Parameters
+    ----------
+    threshold : int or float
+        The public threshold. An integer (with an integral sensitivity) makes the noise
+        discrete and requires integer queries.
+    epsilon : float
+        Privacy parameter of the whole object, > 0; charged once, at creation.
+    cutoff : int, optional
+        ``c``: the number of above-threshold answers before the object halts (default 1).
+    sensitivity : float, optional
+        Every query's sensitivity (default 1).
+    monotonic : bool, optional
+        True if, between neighbouring datasets, all queries move in the same direction:
+        the comparisons then need half the noise.
+    shares : tuple of 2 floats, optional
+        Fractions of ``epsilon`` for the threshold and the comparisons (default
+        ``(0.5, 0.5)``).
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`; the object keeps drawing from the
+        generator ``rng`` resolves to.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For any invalid argument, before anything is charged or drawn.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``; nothing is drawn.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> acct = dp.Accountant()
+    >>> svt = dp.Sparse(100, epsilon=1.0, cutoff=2, accountant=acct, rng=7)
+    >>> acct.spent
+    (1.0, 0.0)
+    >>> svt.query([3, 5, 400, 2, 900, 1])
+    array([False, False,  True, False,  True])
+    >>> svt.halted
+    True
+    """
+
+    def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
+                 sensitivity: float = 1.0, monotonic: bool = False,
+                 shares: Sequence[float] | None = None,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 threads: int | None = None) -> None:
+        super().__init__(threshold, epsilon=epsilon, cutoff=cutoff, sensitivity=sensitivity,
+                         monotonic=monotonic, shares=shares, accountant=accountant, rng=rng,
+                         threads=threads)
+
+    def query(self, values: ArrayLike) -> bool | NDArray[np.bool_]:
+        """Whether each query's answer is above the threshold: a bool for one number, else
+        a bool array that stops at the halt. Raises :class:`SparseVectorHalted` once
+        halted."""
+        answers, _, scalar = self._compare(values)
+        return bool(answers[0]) if scalar else answers
+
+
+class AboveThreshold(Sparse):
+    """AboveThreshold(threshold, *, epsilon, sensitivity=1.0, monotonic=False, shares=None, accountant=None, rng=None, threads=None)
+
+    :class:`Sparse` with a cutoff of 1 (Dwork & Roth, Algorithm 1): halts at the first
+    query above the noisy threshold ``T + Lap(2 Delta / epsilon)``, each query compared
+    with noise ``Lap(4 Delta / epsilon)`` (with the default even split).
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> svt = dp.AboveThreshold(50.0, epsilon=1.0, accountant=dp.Accountant(), rng=3)
+    >>> [svt.query(v) for v in (2.0, 10.0, 75.0)]
+    [False, False, True]
+    """
+
+    def __init__(self, threshold: float, *, epsilon: float, sensitivity: float = 1.0,
+                 monotonic: bool = False, shares: Sequence[float] | None = None,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 threads: int | None = None) -> None:
+        super().__init__(threshold, epsilon=epsilon, cutoff=1, sensitivity=sensitivity,
+                         monotonic=monotonic, shares=shares, accountant=accountant, rng=rng,
+                         threads=threads)
+
+
+class NumericSparse(_SparseVector):
+    """NumericSparse(threshold, *, epsilon, cutoff=1, sensitivity=1.0, monotonic=False, shares=None, accountant=None, rng=None, threads=None)
+
+    :class:`Sparse` that also releases a noisy value of each above-threshold query, with
+    fresh noise ``Lap(c Delta / eps_3)`` (Lyu et al., Algorithm 7).
+
+    ``shares`` (3 floats) splits ``epsilon`` between the threshold, the comparisons and
+    the values; default ``(0.25, 0.25, 0.5)``. Other parameters as for :class:`Sparse`.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> svt = dp.NumericSparse(100, epsilon=2.0, cutoff=1, accountant=dp.Accountant(), rng=5)
+    >>> above, values = svt.query([10, 20, 500, 30])
+    >>> above, values.size
+    (array([False, False,  True]), 1)
+    """
+
+    _shares = (0.25, 0.25, 0.5)
+    _numeric = True
+
+    def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
+                 sensitivity: float = 1.0, monotonic: bool = False,
+                 shares: Sequence[float] | None = None,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 threads: int | None = None) -> None:
+        super().__init__(threshold, epsilon=epsilon, cutoff=cutoff, sensitivity=sensitivity,
+                         monotonic=monotonic, shares=shares, accountant=accountant, rng=rng,
+                         threads=threads)
+
+    def query(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any]]:
+        """``(above, released)``: whether each query is above the threshold (stopping at the
+        halt), and a noisy value for each ``True``, in order (int64 for integer queries
+        with discrete noise, else float64). Raises :class:`SparseVectorHalted` once
+        halted."""
+        answers, base, _ = self._compare(values)
+        chosen = base[answers]
+        threads = resolve_threads(self._threads, self._func, max(chosen.size, 1))
+        released = self._noise.draw(self._gen, threads, chosen, self._noise.values) \
+            if chosen.size else chosen.copy()
+        return answers, released
