@@ -6,6 +6,7 @@ bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
 from ._native import ChaCha20
 from .accounting import Accountant, BudgetExceededError, default_accountant
+from .auditing import AuditResult, audit
 from .linear import (
     census_hierarchy,
     crosstab,
@@ -60,11 +61,13 @@ __version__ = "0.1.0"
 __all__ = [
     "AboveThreshold",
     "Accountant",
+    "AuditResult",
     "NumericSparse",
     "Sparse",
     "SparseVectorHalted",
     "BudgetExceededError",
     "ChaCha20",
+    "audit",
     "census_hierarchy",
     "count_categories",
     "crosstab",

@@ -15,6 +15,7 @@ import math
 import numbers
 import os
 import sys
+import time
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -695,6 +696,26 @@ def _ledger_options(parser: argparse.ArgumentParser, budget_default: str) -> Non
                         help=f"total epsilon of a new --ledger FILE {budget_default}")
 
 
+def _audit(args: argparse.Namespace, out: TextIO) -> int:
+    """Audit each case; 1 if any claim is contradicted (for the broken variants, expected)."""
+    from .auditing import CASES, run_case
+    names = args.cases or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        raise ValueError(f"unknown audit case(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(CASES)}")
+    violated = False
+    for name in names:
+        t0 = time.perf_counter()
+        result = run_case(name, samples=args.samples, confidence=args.confidence,
+                          rng=args.seed)
+        seconds = time.perf_counter() - t0
+        violated |= result.violated
+        print(f"{name}: {CASES[name].about}\n  {result}\n  {seconds:.1f} s, "
+              f"{result.samples / seconds / 1e6:.1f} M samples/s", file=out)
+    return 1 if violated else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpfast", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -758,6 +779,28 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("--force", action="store_true", help="replace an existing --out file "
                       "(never the input FILE)")
     hist.set_defaults(func=_histogram)
+
+    from .auditing import CASES
+    aud = sub.add_parser(
+        "audit", help="a lower bound on the epsilon a mechanism really spends (empirical "
+                      "privacy audit)",
+        description="Runs a mechanism many times on two neighbouring inputs, chooses an "
+                    "output event on half of the samples and tests it on the other half: "
+                    "with the given confidence the mechanism spends at least the epsilon "
+                    "printed (Clopper-Pearson bounds; needs scipy). Exit status 1 when the "
+                    "bound exceeds the claimed epsilon.",
+        epilog="Cases:\n" + "\n".join(f"  {name:24s} {case.about}"
+                                       for name, case in CASES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    aud.add_argument("cases", nargs="*", metavar="CASE", default=None,
+                     help="cases to audit (default: all)")
+    aud.add_argument("--samples", type=_positive_int, default=None,
+                     help="outputs drawn per case (default: 4000000, 200000 for the "
+                          "selection mechanisms, which run one call per output)")
+    aud.add_argument("--confidence", type=_probability, default=0.99,
+                     help="confidence of the bounds (default 0.99)")
+    aud.add_argument("--seed", type=_seed, default=None, help=SEED_HELP)
+    aud.set_defaults(func=_audit)
 
     info = sub.add_parser("info", help="show the compiled kernels in use and thread count")
     info.set_defaults(func=_info)

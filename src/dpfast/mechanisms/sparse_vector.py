@@ -58,7 +58,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..rng import resolve_threads
+from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["AboveThreshold", "Sparse", "NumericSparse", "SparseVectorHalted"]
+__all__ = ["AboveThreshold", "Sparse", "NumericSparse", "SparseVectorHalted", "sample_runs"]
 
 # Integer thresholds and queries stay exact in int64 with noise added while |value| <= 2^62.
 _MAX_INT = 2**62
@@ -380,3 +380,34 @@ class NumericSparse(_SparseVector):
         released = self._noise.draw(self._gen, threads, chosen, self._noise.values) \
             if chosen.size else chosen.copy()
         return answers, released
+
+
+def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: int,
+                cutoff: int = 1, sensitivity: float = 1.0, monotonic: bool = False,
+                shares: Sequence[float] | None = None, rng: RngLike = None,
+                threads: int | None = None) -> NDArray[np.int8]:
+    """The answers of ``runs`` independent :class:`Sparse` objects to the same queries, for
+    auditing (:mod:`dpfast.audit`): it charges nothing, so it is not a release.
+
+    Row ``r`` holds run ``r``'s answers: 1 above, 0 below, -1 not asked (after the halt).
+    Each run's threshold and query noise come from the same samplers and the comparison
+    from the same function as an object's; ``runs=1`` gives exactly the answers of
+    ``Sparse(threshold, ..., rng=rng).query(values)`` (padded with -1).
+    """
+    func = "sample_runs"
+    eps = _v.check_epsilon(epsilon, func)
+    n = _v.check_positive_int(runs, "runs", func)
+    c = _v.check_positive_int(cutoff, "cutoff", func)
+    delta = _v.check_sensitivity(sensitivity, func)
+    mono = _v.check_bool(monotonic, "monotonic", func)
+    split = _check_shares((0.5, 0.5) if shares is None else shares, 2, func)
+    noise = _noise(threshold, eps, c, delta, mono, split, func)
+    base_t, _ = _check_values(threshold, noise, (noise.threshold,), "threshold", func)
+    base_q, _ = _check_values(values, noise, (noise.queries,), "values", func)
+    gen = resolve_rng(rng, func)
+    m = base_q.size
+    noisy_t = noise.draw(gen, resolve_threads(threads, func, n), np.repeat(base_t, n),
+                         noise.threshold)
+    noisy_q = noise.draw(gen, resolve_threads(threads, func, n * m), np.tile(base_q, n),
+                         noise.queries).reshape(n, m)
+    return _outcomes(noisy_q, noisy_t, c)
