@@ -183,17 +183,21 @@ def _smartnoise_child(name: str, kw: dict[str, Any], epsilon: float, k: int,
     columns (as strings, every column categorical; the category lists are its own, from
     the data, with no budget spent on them), and put (seconds, the synthetic records'
     k-way marginal answers) on ``out``."""
+    import contextlib
+    import os
+
     import pandas as pd
     from snsynth import Synthesizer
 
     from ..linear.workloads import Marginals
     cols, keys = adult_table()
     frame = pd.DataFrame({c: np.asarray(cols[c]).astype(str) for c in ADULT_COLUMNS})
-    t0 = time.perf_counter()
-    synth = Synthesizer.create(name, epsilon=epsilon, **kw)
-    synth.fit(frame, categorical_columns=list(ADULT_COLUMNS), preprocessor_eps=0.0)
-    sample = synth.sample(len(frame))
-    seconds = time.perf_counter() - t0
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # its progress
+        t0 = time.perf_counter()
+        synth = Synthesizer.create(name, epsilon=epsilon, **kw)
+        synth.fit(frame, categorical_columns=list(ADULT_COLUMNS), preprocessor_eps=0.0)
+        sample = synth.sample(len(frame))
+        seconds = time.perf_counter() - t0
     sample = pd.DataFrame(sample, columns=list(ADULT_COLUMNS))
     str_keys = {c: [str(v) for v in keys[c]] for c in ADULT_COLUMNS}
     counts = _full_counts({c: sample[c].astype(str).to_numpy() for c in ADULT_COLUMNS},
