@@ -1,0 +1,320 @@
+"""Online private multiplicative weights (Hardt & Rothblum 2010; Dwork & Roth, section 4.2).
+
+A :class:`PrivateMultiplicativeWeights` object holds a private histogram ``x`` (``n``
+records over a universe ``X``) and a public synthetic histogram ``x_hat`` (uniform at
+first). It answers a stream of linear queries (rows ``q`` with entries in [0, 1], from any
+workload of :mod:`dpfast.linear.workloads`): the sparse vector technique (Lyu et al.,
+Algorithm 1, as :class:`dpfast.Sparse`) asks, for each query, whether
+``e = |q . x - q . x_hat|`` is above the threshold ``T = 3 alpha n / 4`` (``e`` has
+sensitivity 1: ``x_hat`` depends only on earlier outputs).
+
+- below: the answer is ``q . x_hat``, read off the synthetic histogram, with no update;
+- above: ``q . x`` is measured with Laplace noise (scale ``c / eps_3``; at most ``c`` such
+  measurements), that is the answer, and ``x_hat`` takes a multiplicative-weights step
+  towards it, ``x_hat *= exp(s eta q)`` renormalised to ``n``, with ``s`` the sign of
+  ``measured - q . x_hat`` and ``eta = 2 alpha``.
+
+After ``c`` updates (default ``ceil(2 ln|X| / alpha^2)``) the object halts: further calls
+raise :class:`dpfast.SparseVectorHalted`. ``epsilon`` is charged once, at creation, and
+split (``shares``) between the threshold noise (``Lap(1 / eps_1)``), the comparisons
+(``Lap(2 c / eps_2)``) and the measurements (``eps_3``); if ``total`` is not given, 5% of
+``epsilon`` first measures ``n``. Basic composition makes the whole object
+``epsilon``-DP.
+
+Accuracy (proved here, checked by simulation in ``tests/test_online.py``). With
+probability at least ``1 - beta``, over a stream of ``k`` queries:
+
+- the threshold noise is within ``a = ln(3 / beta) / eps_1``, every comparison's noise
+  within ``b = (2 c / eps_2) ln(3 k / beta)``, and every measurement's within
+  ``mu = (c / eps_3) ln(3 c / beta)`` (union bounds, ``beta / 3`` each);
+- so a query answered from ``x_hat`` is within ``T + a + b`` of the truth, and a measured
+  one within ``mu``: :meth:`PrivateMultiplicativeWeights.error_bound` is
+  ``max(T + a + b, mu)`` (in records; any answer given before a halt);
+- and if ``a + b <= alpha n / 4`` and ``mu < alpha n / 2`` (:meth:`updates_suffice`), every
+  update happens on a query with ``|q . x - q . x_hat| >= alpha n / 2`` in the direction of
+  the truth. Each such step with ``eta = 2 alpha`` lowers the relative entropy
+  ``KL(x / n || x_hat / n)`` by at least ``alpha^2 / 2`` (Hoeffding's lemma), which starts
+  at most ``ln |X|``: there are at most ``2 ln|X| / alpha^2 <= c`` updates, so the object
+  never halts and every answer is within ``alpha n``.
+
+The bounds are loose (union bounds, worst-case potential): the errors measured in the
+tests are several times smaller.
+
+Cost: each ``answer`` call answers the workload on ``x`` once and on ``x_hat`` once plus
+once after each update (``workload.answer``, then the queries asked are read off); each
+comparison draws fresh noise for the rest of the call's queries after an update (noise
+never reused); an update builds the query's row and makes one pass over the cells.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..mechanisms.sparse_vector import SparseVectorHalted, _check_shares, _noise, _Noise, _outcomes
+from ..rng import resolve_threads
+from ..samplers import laplace_grid
+from . import workloads as _wl
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..accounting import AccountantLike
+    from ..rng import RngLike
+
+__all__ = ["PrivateMultiplicativeWeights"]
+
+#: Share of epsilon that measures the total when it is not given.
+TOTAL_FRACTION = 0.05
+
+
+class PrivateMultiplicativeWeights:
+    """PrivateMultiplicativeWeights(counts, *, epsilon, alpha, updates=None, total=None, shares=None, accountant=None, rng=None, threads=None)
+
+    Answers a stream of linear queries about the histogram ``counts`` from a public
+    synthetic histogram, measuring only when it is off by more than about ``alpha n``
+    (see the module for the algorithm and its accuracy theorem).
+
+    Parameters
+    ----------
+    counts : array_like
+        The histogram: non-negative finite counts (any shape; queries see it flat, or in
+        their workload's domain shape).
+    epsilon : float
+        Privacy parameter of the whole object, > 0; charged once, at creation.
+    alpha : float
+        Target accuracy as a fraction of the number of records, in (0, 1].
+    updates : int, optional
+        ``c``, the most measurements and updates; default ``ceil(2 ln|X| / alpha^2)``.
+    total : float, optional
+        The number of records, if public. ``None``: measured with 5% of ``epsilon``.
+    shares : tuple of 3 floats, optional
+        Fractions of the rest of ``epsilon`` for the threshold, the comparisons and the
+        measurements; default ``(0.1, 0.6, 0.3)`` (the comparisons carry ``c`` times more
+        noise than the threshold, as in Lyu et al.'s budget split).
+    accountant, rng, threads
+        As for :func:`dpfast.laplace_mechanism`; the object keeps drawing from the
+        generator ``rng`` resolves to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> from dpfast.linear.workloads import Ranges
+    >>> counts = np.random.default_rng(0).poisson(np.linspace(10, 400, 64)).astype(float)
+    >>> acct = dp.Accountant()
+    >>> pmw = dp.PrivateMultiplicativeWeights(counts, epsilon=2.0, alpha=0.1,
+    ...                                       accountant=acct, rng=1)
+    >>> answers = pmw.answer(Ranges(64), queries=[0, 100, 2000])
+    >>> answers.shape, acct.spent, pmw.updates_used <= 3
+    ((3,), (2.0, 0.0), True)
+    """
+
+    def __init__(self, counts: ArrayLike, *, epsilon: float, alpha: float,
+                 updates: int | None = None, total: float | None = None,
+                 shares: Sequence[float] | None = None,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 threads: int | None = None) -> None:
+        func = "PrivateMultiplicativeWeights"
+        eps = _v.check_epsilon(epsilon, func)
+        a = _v.check_real(alpha, "alpha", func, high=1.0, high_open=False)
+        x = _check_counts(counts, func)
+        c = math.ceil(2.0 * math.log(max(x.size, 2)) / a**2) if updates is None else \
+            _v.check_positive_int(updates, "updates", func)
+        public = None if total is None else _v.check_real(total, "total", func)
+        eps_total = 0.0 if public is not None else TOTAL_FRACTION * eps
+        split = _check_shares((0.1, 0.6, 0.3) if shares is None else shares, 3, func)
+        # The comparisons are those of Sparse(T, cutoff=c) with shares eps_1 : eps_2.
+        rest = eps - eps_total
+        svt_eps = rest * (split[0] + split[1])
+        noise = _noise(0.0, svt_eps, c, 1.0, False,
+                       (split[0] / (split[0] + split[1]), split[1] / (split[0] + split[1])),
+                       func)
+        measure = laplace_grid(_scale(c / (rest * split[2]), func))
+        total_grid = laplace_grid(_scale(1.0 / eps_total, func)) if public is None else (1., 1.)
+        _v.check_threads(threads, func)
+        n: float
+        self._gen, n, self._threshold_noise = release(
+            func, accountant, eps, 0.0, rng, threads, 1, _start, noise, x, public, total_grid)
+        self.epsilon, self.alpha, self.updates, self.total = eps, a, c, n
+        self.shares, self.total_epsilon = split, eps_total
+        self._eps = (rest * split[0], rest * split[1], rest * split[2])
+        self._x, self._noise, self._measure, self._threads = x, noise, measure, threads
+        self._func = func
+        self._xhat: NDArray[np.float64] = np.full(x.size, n / x.size)
+        self.updates_used = 0
+        self.answered = 0
+
+    # -- what the caller reads ------------------------------------------------------------
+
+    @property
+    def threshold(self) -> float:
+        """``T = 3 alpha n / 4``: the error (in records) above which a query is measured."""
+        return 0.75 * self.alpha * self.total
+
+    @property
+    def synthetic(self) -> NDArray[np.float64]:
+        """A copy of the synthetic histogram (flat, summing to ``total``)."""
+        out: NDArray[np.float64] = self._xhat.copy()
+        return out
+
+    @property
+    def halted(self) -> bool:
+        return self.updates_used >= self.updates
+
+    def error_bound(self, queries: int, beta: float = 0.05) -> float:
+        """A bound, in records, that every answer to a stream of ``queries`` queries stays
+        within with probability at least ``1 - beta``: ``max(T + a + b, mu)`` (module)."""
+        a, b, mu = self._noise_bounds(queries, beta, "error_bound")
+        return max(self.threshold + a + b, mu)
+
+    def updates_suffice(self, queries: int, beta: float = 0.05) -> bool:
+        """Whether the theorem of the module guarantees, for a stream of ``queries`` queries
+        with probability ``1 - beta``, that the object never halts and every answer is
+        within ``alpha n``."""
+        a, b, mu = self._noise_bounds(queries, beta, "updates_suffice")
+        n = self.total
+        return (a + b <= self.alpha * n / 4 and mu < self.alpha * n / 2
+                and self.updates >= 2.0 * math.log(max(self._x.size, 2)) / self.alpha**2)
+
+    def _noise_bounds(self, queries: int, beta: float, func: str) -> tuple[float, float, float]:
+        k = _v.check_positive_int(queries, "queries", func)
+        p = _v.check_real(beta, "beta", func, high=1.0)
+        eps1, eps2, eps3 = self._eps
+        c = self.updates
+        return (math.log(3.0 / p) / eps1, 2.0 * c / eps2 * math.log(3.0 * k / p),
+                c / eps3 * math.log(3.0 * c / p))
+
+    # -- answering ------------------------------------------------------------------------
+
+    def answer(self, workload: _wl.Workload,
+               queries: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Answers of ``workload``'s queries (all of them in order, or those at the indices
+        ``queries``, in that order), processed as a stream. The answers stop where the
+        object halts (their length says how many); later calls raise
+        :class:`dpfast.SparseVectorHalted`."""
+        func = "PrivateMultiplicativeWeights.answer"
+        if self.halted:
+            raise SparseVectorHalted(
+                f"PrivateMultiplicativeWeights has halted: it made its {self.updates} "
+                f"updates after {self.answered} answers. Create a new one (a new charge of "
+                f"epsilon) to ask more.")
+        stream = _Stream(workload, queries, self._x, func)
+        out = np.empty(stream.size)
+        synth = stream.answers(self._xhat)
+        pos = 0
+        while pos < stream.size and not self.halted:
+            j = self._first_above(np.abs(stream.truth[pos:] - synth[pos:]))
+            stop = stream.size if j is None else pos + j
+            out[pos:stop] = synth[pos:stop]
+            pos = stop
+            if j is not None:
+                out[pos] = self._measure_and_update(stream.row(pos), float(stream.truth[pos]),
+                                                    float(synth[pos]))
+                pos += 1
+                synth = stream.answers(self._xhat)
+        self.answered += pos
+        return out[:pos]
+
+    def _first_above(self, errors: NDArray[np.float64]) -> int | None:
+        """The first of these errors above the noisy threshold (fresh noise), or None."""
+        threads = resolve_threads(self._threads, self._func, max(errors.size, 1))
+        noisy = self._noise.draw(self._gen, threads, errors, self._noise.queries)
+        out = _outcomes(noisy[None, :], self._threshold_noise + self.threshold, 1)[0]
+        above = np.flatnonzero(out == 1)
+        return int(above[0]) if above.size else None
+
+    def _measure_and_update(self, row: NDArray[np.float64], truth: float,
+                            synth: float) -> float:
+        """Measure a query, step ``x_hat`` towards the measurement, return it."""
+        g, t = self._measure
+        measured = _native.laplace_scalar(self._gen, 1, t, g, truth)
+        step = 2.0 * self.alpha * (1.0 if measured > synth else -1.0)
+        self._xhat *= np.exp(step * row)
+        self._xhat *= self.total / float(self._xhat.sum())
+        self.updates_used += 1
+        return float(measured)
+
+    def __repr__(self) -> str:
+        return (f"PrivateMultiplicativeWeights(epsilon={self.epsilon!r}, alpha={self.alpha!r}, "
+                f"cells={self._x.size}; answered {self.answered}, updates "
+                f"{self.updates_used}/{self.updates}{', halted' if self.halted else ''})")
+
+
+def _start(gen: _native.ChaCha20, threads: int, noise: _Noise, x: NDArray[np.float64],
+           public: float | None, total_grid: tuple[float, float],
+           ) -> tuple[_native.ChaCha20, float, NDArray[Any]]:
+    """The release's kernel: the total (public, or measured and at least 1), the threshold
+    noise, and the generator the object keeps."""
+    if public is None:
+        g, t = total_grid
+        n = max(_native.laplace_scalar(gen, threads, t, g, float(x.sum())), 1.0)
+    else:
+        n = public
+    return gen, n, noise.draw(gen, threads, np.zeros(1), noise.threshold)
+
+
+def _check_counts(counts: ArrayLike, func: str) -> NDArray[np.float64]:
+    data, _ = _v.check_data(counts, "counts", func)
+    if data.size == 0 or (data.size and _v.value_range(data)[0] < 0):
+        raise ValueError(f"The 'counts' parameter of {func} must be a non-empty histogram of "
+                         f"non-negative counts. Got {_v.describe(counts)} instead.")
+    return np.asarray(data, dtype=np.float64).reshape(-1)
+
+
+def _scale(scale: float, func: str) -> float:
+    if not _v.MIN_SCALE <= scale <= _v.MAX_SCALE:
+        raise ValueError(f"The 'epsilon', 'updates' and 'shares' parameters of {func} must "
+                         f"give noise scales in [{_v.MIN_SCALE:g}, {_v.MAX_SCALE:g}]. Got a "
+                         f"scale of {scale:g} instead.")
+    return scale
+
+
+class _Stream:
+    """The queries of one ``answer`` call: all of a workload's, or those at given indices,
+    answered through ``workload.answer`` (on the data once, on ``x_hat`` after each update)
+    and read in stream order."""
+
+    def __init__(self, workload: _wl.Workload, queries: ArrayLike | None,
+                 x: NDArray[np.float64], func: str):
+        if not isinstance(workload, _wl.Workload) or type(workload) is _wl.Workload:
+            raise TypeError(f"The 'workload' parameter of {func} must be a dpfast workload. "
+                            f"Got {_v.describe(workload)} instead.")
+        if workload.n_cells != x.size:
+            raise ValueError(f"The 'workload' parameter of {func} must have the histogram's "
+                             f"{x.size} cells. Got {workload!r} instead.")
+        if workload.n_queries > _wl.MAX_ANSWERS:
+            raise ValueError(f"The 'workload' parameter of {func} must have at most "
+                             f"{_wl.MAX_ANSWERS} queries. Got {workload!r} instead.")
+        self.workload = workload
+        if queries is None:
+            self.index: NDArray[np.int64] | None = None
+            self.size = workload.n_queries
+        else:
+            idx = np.asarray(queries)
+            if idx.dtype.kind not in "iu" or idx.ndim != 1:
+                raise TypeError(f"The 'queries' parameter of {func} must be a 1-D array of "
+                                f"query indices. Got {_v.describe(queries)} instead.")
+            if idx.size and (idx.min() < 0 or idx.max() >= workload.n_queries):
+                bad = int(idx.min() if idx.min() < 0 else idx.max())
+                raise ValueError(f"The 'queries' parameter of {func} must index the "
+                                 f"workload's {workload.n_queries} queries. Got an entry "
+                                 f"{bad} instead.")
+            self.index = idx.astype(np.int64)
+            self.size = idx.size
+        self.truth = self.answers(x)
+
+    def answers(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Every stream position's answer on the histogram ``x``."""
+        out = self.workload.answer(x)
+        return out if self.index is None else out[self.index]
+
+    def row(self, pos: int) -> NDArray[np.float64]:
+        """The query at stream position ``pos``, as a dense row."""
+        return self.workload.query(pos if self.index is None else int(self.index[pos]))
