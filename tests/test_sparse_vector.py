@@ -141,6 +141,28 @@ def test_continuous_outputs_match_the_definition(threshold, q, epsilon, cutoff, 
     assert chi_square_pvalue(got, pats, wrong_probs) < FALSE_ALARM
 
 
+@pytest.mark.parametrize("threshold, q", [(5.0, [2.0, 4.0, 6.0, 3.0, 7.0]), (6, [3, 5, 7, 4, 8])],
+                         ids=["grid", "discrete"])
+def test_one_query_per_call_matches_the_definition(threshold, q):
+    # Python numbers take the scalar path: the same distribution as arrays.
+    epsilon, cutoff = 2.0, 2
+    got = []
+    for seed in range(RUNS):
+        s = dp.Sparse(threshold, epsilon=epsilon, cutoff=cutoff, accountant=dp.Accountant(),
+                      rng=seed)
+        out = []
+        for v in q:
+            out.append(s.query(v))
+            if s.halted:
+                break
+        assert all(type(a) is bool for a in out)
+        got.append(tuple(out))
+    scales = (1 / (0.5 * epsilon), 2 * cutoff / (0.5 * epsilon))
+    exact = discrete_probabilities if isinstance(threshold, int) else continuous_probabilities
+    pats, probs = exact(np.array(q), threshold, *scales, cutoff)
+    assert chi_square_pvalue(got, pats, probs) > FALSE_ALARM
+
+
 @pytest.mark.parametrize("cutoff, monotonic", [(1, False), (2, False), (2, True)])
 def test_discrete_outputs_match_the_definition(cutoff, monotonic):
     threshold, q, epsilon = 6, np.array([3, 5, 7, 4, 8]), 2.0

@@ -586,6 +586,8 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         return _bench_small_calls(args, out, repeat, json_out)
     if args.linear:
         return _bench_linear(args, out, json_out)
+    if args.interactive:
+        return _bench_interactive(args, out, json_out)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
                             include_libraries=not args.no_libraries,
                             scaling_too=args.scaling and not args.quick,
@@ -636,6 +638,20 @@ def _bench_linear(args: argparse.Namespace, out: TextIO, json_out: "OutputFile |
     return 0
 
 
+def _bench_interactive(args: argparse.Namespace, out: TextIO,
+                       json_out: "OutputFile | None") -> int:
+    from .benchmarks import interactive
+
+    report = interactive.run(quick=args.quick)
+    print(interactive.to_markdown(report), file=out)
+    if json_out is not None:
+        with open(json_out.tmp, "w") as f:
+            json.dump(report, f, indent=2, default=str)
+        json_out.commit()
+        print(f"\nResults written to {args.json}.", file=out)
+    return 0
+
+
 # -- arguments --------------------------------------------------------------------------
 def _arg(convert: "Callable[[str], _T]", ok: "Callable[[_T], bool]",
          rule: str) -> "Callable[[str], _T]":
@@ -658,6 +674,7 @@ _positive_int = _arg(int, lambda x: x >= 1, "must be >= 1")
 _positive_float = _arg(float, lambda x: math.isfinite(x) and x > 0,
                        "epsilon must be a finite number > 0")
 _probability = _arg(float, lambda x: 0 < x < 1, "beta must be in (0, 1)")
+_confidence = _arg(float, lambda x: 0 < x < 1, "the confidence must be in (0, 1)")
 _seed = _arg(int, lambda x: x >= 0, "seed must be >= 0")
 
 
@@ -797,7 +814,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--samples", type=_positive_int, default=None,
                      help="outputs drawn per case (default: 4000000, 200000 for the "
                           "selection mechanisms, which run one call per output)")
-    aud.add_argument("--confidence", type=_probability, default=0.99,
+    aud.add_argument("--confidence", type=_confidence, default=0.99,
                      help="confidence of the bounds (default 0.99)")
     aud.add_argument("--seed", type=_seed, default=None, help=SEED_HELP)
     aud.set_defaults(func=_audit)
@@ -840,6 +857,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="instead, error and time of linear-query releases (all ranges: "
                             "tree vs independent Laplace vs OpenDP; a census hierarchy; "
                             "marginals of the Adult data) at the same epsilon")
+    bench.add_argument("--interactive", action="store_true",
+                       help="instead, the sparse vector technique over 10^7 streamed queries "
+                            "(vs numpy), the auditor's samples per second and private "
+                            "multiplicative weights' answers per second")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
     bench.add_argument("--force", action="store_true",

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -88,10 +88,14 @@ class _Noise:
     threshold: float                   # noise scales
     queries: float
     values: float
+    grids: dict[float, tuple[float, float]] = field(default_factory=dict, compare=False)
 
     def grid(self, scale: float) -> tuple[float, float]:
         """``(g, t)`` of grid noise of this scale; ``(1, scale)`` for discrete noise."""
-        return (1.0, scale) if self.discrete else laplace_grid(scale)
+        g = self.grids.get(scale)
+        if g is None:
+            g = self.grids[scale] = (1.0, scale) if self.discrete else laplace_grid(scale)
+        return g
 
     def limit(self, scale: float) -> float:
         """The largest magnitude a value noised at this scale may have."""
@@ -105,6 +109,13 @@ class _Noise:
             return _native.fill_discrete_laplace(gen, threads, np.empty(base.size, np.int64), t,
                                                  base)
         return _native.fill_laplace(gen, threads, np.empty(base.size), t, g, base)
+
+    def draw_one(self, gen: _native.ChaCha20, value: int | float, scale: float) -> int | float:
+        """One value plus noise of this scale (on the calling thread)."""
+        g, t = self.grid(scale)
+        if self.discrete:
+            return _native.discrete_laplace_scalar(gen, 1, t, int(value))
+        return _native.laplace_scalar(gen, 1, t, g, float(value))
 
 
 def _check_shares(shares: object, parts: int, func: str) -> tuple[float, ...]:
@@ -152,12 +163,12 @@ def _check_values(values: ArrayLike, noise: _Noise, scales: tuple[float, ...], n
                         f"instead.")
     flat = data.reshape(-1)
     limit = min(noise.limit(scale) for scale in scales)
-    if flat.size and float(np.max(np.abs(flat.astype(np.float64)))) > limit:
+    if flat.size and max(-float(_v.value_range(flat)[0]), float(_v.value_range(flat)[1])) > limit:
         bad = flat[int(np.argmax(np.abs(flat.astype(np.float64))))]
         raise ValueError(f"The {name!r} parameter of {func} must be at most {limit:g} in "
                          f"magnitude (exact arithmetic with the noise). Got an entry {bad!r} "
                          f"instead.")
-    return (flat if noise.discrete else flat.astype(np.float64)), data.ndim == 0
+    return (flat if noise.discrete else np.asarray(flat, dtype=np.float64)), data.ndim == 0
 
 
 def _outcomes(noisy: NDArray[Any], noisy_threshold: NDArray[Any],
@@ -186,6 +197,7 @@ class _SparseVector:
     _noise: _Noise
     _threads: int | None
     _scales: tuple[float, ...]
+    _limit: float
     _gen: _native.ChaCha20
     _threshold: NDArray[Any]
 
@@ -210,6 +222,7 @@ class _SparseVector:
                                              _start, noise, base)
         self._func, self._noise, self._threads = func, noise, threads
         self._scales = (noise.queries, noise.values) if self._numeric else (noise.queries,)
+        self._limit = min(noise.limit(scale) for scale in self._scales)   # |query| at most
         self.epsilon, self.cutoff, self.sensitivity, self.monotonic = eps, c, delta, mono
         self.threshold, self.shares = threshold, split
         self.asked = 0           # queries answered so far
@@ -220,23 +233,42 @@ class _SparseVector:
         """True once ``cutoff`` answers were above the threshold."""
         return self.above >= self.cutoff
 
-    def _compare(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any], bool]:
-        """The answers to a call's queries (up to the halt), the asked queries' values, and
-        whether one scalar was given."""
+    def _running(self) -> None:
+        """Raise SparseVectorHalted once halted."""
         if self.halted:
             raise SparseVectorHalted(
                 f"{self._func} has halted: it gave its {self.cutoff} above-threshold "
                 f"answer(s) after {self.asked} queries. Create a new {self._func} (a new "
                 f"charge of epsilon) to ask more.")
-        base, scalar = _check_values(values, self._noise, self._scales, "values", self._func)
+
+    def _one(self, value: object) -> bool | None:
+        """The answer to one Python number within range, without arrays; None for anything
+        else (which the array path checks)."""
+        noise = self._noise
+        if not ((type(value) is float and not noise.discrete) or type(value) is int):
+            return None
+        v: float = value
+        if not abs(v) <= self._limit:                      # also NaN and infinities
+            return None
+        above = bool(noise.draw_one(self._gen, v, noise.queries) >= self._threshold[0])
+        self.asked += 1
+        self.above += above
+        return above
+
+    def _compare(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any], bool]:
+        """The answers to a call's queries (up to the halt), the asked queries' values, and
+        whether one scalar was given."""
+        noise = self._noise
+        base, scalar = _check_values(values, noise, self._scales, "values", self._func)
         threads = resolve_threads(self._threads, self._func, max(base.size, 1))
-        noisy = self._noise.draw(self._gen, threads, base, self._noise.queries)
-        out = _outcomes(noisy[None, :], self._threshold, self.cutoff - self.above)[0]
-        asked = int(np.count_nonzero(out >= 0))
-        answers = out[:asked] == 1
+        above = noise.draw(self._gen, threads, base, noise.queries) >= self._threshold[0]
+        # Asked: up to the remaining-th above (as _outcomes, for one run).
+        hits = np.flatnonzero(above)
+        remaining = self.cutoff - self.above
+        asked = base.size if hits.size < remaining else int(hits[remaining - 1]) + 1
         self.asked += asked
-        self.above += int(np.count_nonzero(answers))
-        return answers, base[:asked], scalar
+        self.above += min(int(hits.size), remaining)
+        return above[:asked], base[:asked], scalar
 
     def __repr__(self) -> str:
         return (f"{self._func}(threshold={self.threshold!r}, epsilon={self.epsilon!r}, "
@@ -311,6 +343,10 @@ class Sparse(_SparseVector):
         """Whether each query's answer is above the threshold: a bool for one number, else
         a bool array that stops at the halt. Raises :class:`SparseVectorHalted` once
         halted."""
+        self._running()
+        one = self._one(values)
+        if one is not None:
+            return one
         answers, _, scalar = self._compare(values)
         return bool(answers[0]) if scalar else answers
 
@@ -374,7 +410,12 @@ class NumericSparse(_SparseVector):
         halt), and a noisy value for each ``True``, in order (int64 for integer queries
         with discrete noise, else float64). Raises :class:`SparseVectorHalted` once
         halted."""
-        answers, base, _ = self._compare(values)
+        self._running()
+        one = self._one(values)
+        if one is not None:
+            answers, base = np.array([one]), np.array([values])
+        else:
+            answers, base, _ = self._compare(values)
         chosen = base[answers]
         threads = resolve_threads(self._threads, self._func, max(chosen.size, 1))
         released = self._noise.draw(self._gen, threads, chosen, self._noise.values) \
@@ -390,9 +431,9 @@ def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: in
     auditing (:mod:`dpfast.audit`): it charges nothing, so it is not a release.
 
     Row ``r`` holds run ``r``'s answers: 1 above, 0 below, -1 not asked (after the halt).
-    Each run's threshold and query noise come from the same samplers and the comparison
-    from the same function as an object's; ``runs=1`` gives exactly the answers of
-    ``Sparse(threshold, ..., rng=rng).query(values)`` (padded with -1).
+    Each run's threshold and query noise come from the same samplers, drawn in the same
+    order, as an object's: ``runs=1`` gives exactly the answers of ``Sparse(threshold, ...,
+    rng=rng).query(values)`` for an array ``values`` (padded with -1; tested).
     """
     func = "sample_runs"
     eps = _v.check_epsilon(epsilon, func)
