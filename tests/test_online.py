@@ -77,21 +77,21 @@ def test_error_bound_holds_when_updates_may_not_suffice(adult, alpha):
     pmw = dp.PrivateMultiplicativeWeights(adult, epsilon=1.0, alpha=alpha, total=n,
                                           accountant=dp.Accountant(), rng=2)
     assert not pmw.updates_suffice(10_000)
-    errors = run_stream(pmw, adult, stream(2_000, seed=3))
-    assert errors.max() <= pmw.error_bound(2_000)
+    errors = run_stream(pmw, adult, stream(1_000, seed=3))
+    assert errors.max() <= pmw.error_bound(1_000)
 
 
 def test_bound_fails_rarely_over_many_runs(adult):
-    # 20 runs of 500 queries at beta = 0.05: the bound may fail in about 1 run in 20;
-    # allowing 3 failures keeps the false-alarm rate of this test below 2 %.
+    # 12 runs of 500 queries at beta = 0.05: the bound may fail in 1 run in 20 at most;
+    # allowing 2 failures keeps the false-alarm rate of this test below 2 %.
     n = float(adult.sum())
     failures = 0
-    for seed in range(20):
+    for seed in range(12):
         pmw = dp.PrivateMultiplicativeWeights(adult, epsilon=0.5, alpha=0.3, total=n,
                                               accountant=dp.Accountant(), rng=100 + seed)
         errors = run_stream(pmw, adult, stream(500, seed=seed))
         failures += bool(errors.max() > pmw.error_bound(500, beta=0.05))
-    assert failures <= 3
+    assert failures <= 2
 
 
 def test_measured_total_and_its_share(adult):
