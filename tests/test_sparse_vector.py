@@ -243,6 +243,21 @@ def test_durable_ledger_records_the_charge(tmp_path):
         dp.Sparse(5, epsilon=0.7, accountant=again, rng=2)
 
 
+def test_parallel_composition_over_disjoint_parts():
+    # One object per disjoint part of the data, charged through a parallel block: the
+    # block costs the largest of its charges.
+    acct = dp.Accountant(epsilon=1.0)
+    with acct.parallel() as block:
+        parts = [dp.Sparse(5.0, epsilon=1.0, cutoff=2, accountant=block, rng=i)
+                 for i in range(4)]
+        pmw = dp.PrivateMultiplicativeWeights(np.ones(8), epsilon=0.5, alpha=0.5,
+                                              accountant=block, rng=9)
+    assert acct.spent == (1.0, 0.0) and len(acct) == 5
+    assert all(p.query(1.0) in (True, False) for p in parts) and pmw.total > 0
+    with pytest.raises(dp.BudgetExceededError):
+        dp.AboveThreshold(5.0, epsilon=0.1, accountant=acct, rng=1)
+
+
 def test_halts_after_cutoff_and_then_raises():
     s = dp.Sparse(0.0, epsilon=50.0, cutoff=2, accountant=dp.Accountant(), rng=4)
     assert s.query(-10.0) is False
