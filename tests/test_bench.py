@@ -223,3 +223,40 @@ def test_only_a_family_still_runs_its_baseline(family, baseline):
     names = [r["name"] for r in report.results]
     assert baseline in names
     assert all(r["ratio_vs_baseline"] > 0 for r in report.results if r["impl"] == "dpfast")
+
+
+def test_cli_interactive_quick(capsys, tmp_path):
+    path = tmp_path / "interactive.json"
+    assert main(["bench", "--interactive", "--quick", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "dp.AboveThreshold, arrays of 10^6 queries" in out
+    assert "Python loop over numpy Generator.laplace" in out
+    assert "M samples/s" in out and "answers per second" in out
+    data = json.loads(path.read_text())
+    assert {r["case"] for r in data["auditor"]} == {"laplace", "above_threshold",
+                                                    "svt_no_halting"}
+    assert [r["violated"] for r in data["auditor"]] == [False, False, True]
+    assert data["pmw"]["answered"] > 0
+
+
+def test_cli_audit(capsys):
+    assert main(["audit", "laplace", "above_threshold", "--samples", "200000",
+                 "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "not contradicted" in out and "M samples/s" in out
+    assert main(["audit", "svt_no_threshold_noise", "--samples", "2000000", "--seed", "1"]) == 1
+    assert "VIOLATED" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "svt_fine"])
+    assert info.value.code == 2
+
+
+def test_peer_synthesizer_that_cannot_run_is_reported_not_waited_for():
+    # Without smartnoise-synth the child fails at its import: reported at once as failed.
+    pytest.importorskip("pandas")
+    import importlib.util
+    if importlib.util.find_spec("snsynth") is not None:
+        pytest.skip("smartnoise-synth is installed: this checks the failure path")
+    from dpfast.benchmarks import linear
+    seconds, answers, outcome = linear.smartnoise("mwem", {}, 1.0, 2, timeout=60)
+    assert answers is None and outcome == "failed" and seconds < 30

@@ -629,13 +629,7 @@ def _bench_linear(args: argparse.Namespace, out: TextIO, json_out: "OutputFile |
     from .benchmarks import linear
 
     report = linear.run(quick=args.quick, libraries=not args.no_libraries)
-    print(linear.to_markdown(report), file=out)
-    if json_out is not None:
-        with open(json_out.tmp, "w") as f:
-            json.dump(report, f, indent=2, default=str)
-        json_out.commit()
-        print(f"\nResults written to {args.json}.", file=out)
-    return 0
+    return _print_report(report, linear.to_markdown(report), args, out, json_out)
 
 
 def _bench_interactive(args: argparse.Namespace, out: TextIO,
@@ -643,7 +637,13 @@ def _bench_interactive(args: argparse.Namespace, out: TextIO,
     from .benchmarks import interactive
 
     report = interactive.run(quick=args.quick)
-    print(interactive.to_markdown(report), file=out)
+    return _print_report(report, interactive.to_markdown(report), args, out, json_out)
+
+
+def _print_report(report: dict[str, Any], markdown: str, args: argparse.Namespace,
+                  out: TextIO, json_out: "OutputFile | None") -> int:
+    """Print a benchmark's Markdown, and write its report as JSON when asked."""
+    print(markdown, file=out)
     if json_out is not None:
         with open(json_out.tmp, "w") as f:
             json.dump(report, f, indent=2, default=str)

@@ -206,21 +206,31 @@ def _smartnoise_child(name: str, kw: dict[str, Any], epsilon: float, k: int,
 
 
 def smartnoise(name: str, kw: dict[str, Any], epsilon: float, k: int,
-               timeout: float = PEER_TIMEOUT) -> tuple[float, np.ndarray | None]:
-    """(seconds, answers) of one smartnoise-synth run in a child process; answers None if
-    it did not finish within ``timeout`` seconds (the child is then killed)."""
+               timeout: float = PEER_TIMEOUT) -> tuple[float, np.ndarray | None, str]:
+    """(seconds, answers, outcome) of one smartnoise-synth run in a child process: outcome
+    "ok"; "timeout" (answers None) if it did not finish within ``timeout`` seconds (the
+    child is then killed); or "failed" if the child ended without answers."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     child = ctx.Process(target=_smartnoise_child, args=(name, kw, epsilon, k, out))
     t0 = time.perf_counter()
     child.start()
-    try:
-        seconds, answers = out.get(timeout=timeout)
-    except queue.Empty:
+    result, outcome = None, "timeout"
+    while time.perf_counter() - t0 < timeout:
+        try:
+            result = out.get(timeout=min(1.0, max(timeout - (time.perf_counter() - t0), 0.01)))
+            outcome = "ok"
+            break
+        except queue.Empty:
+            if not child.is_alive() and out.empty():
+                outcome = "failed"
+                break
+    if child.is_alive() and outcome != "ok":
         child.kill()
-        seconds, answers = time.perf_counter() - t0, None
     child.join()
-    return seconds, answers
+    if result is None:
+        return time.perf_counter() - t0, None, outcome
+    return result[0], result[1], outcome
 
 
 def _has_smartnoise() -> bool:
@@ -280,14 +290,14 @@ def marginal_tables(k: int = 2, epsilon: float = 1.0, seeds: int = 5, rounds: in
     if peers and _has_smartnoise():
         for synth, kw in SMARTNOISE:
             kw = {**kw, "iterations": rounds} if synth == "mwem" else kw
-            seconds, answers = smartnoise(synth, kw, epsilon, k, peer_timeout)
+            seconds, answers, outcome = smartnoise(synth, kw, epsilon, k, peer_timeout)
             settings = ", ".join(f"{a}={v}" for a, v in kw.items())
             rows.append({"case": f"Adult {k}-way marginals", "k": k,
                          "tables": len(work.attributes),
                          "method": f"smartnoise-synth {synth.upper()}"
                                    + (f" ({settings})" if settings else ""),
                          "runs": 1, "l1_per_record": None if answers is None else l1(answers),
-                         "seconds": seconds, "timeout": peer_timeout})
+                         "seconds": seconds, "timeout": peer_timeout, "outcome": outcome})
     return rows
 
 
@@ -335,6 +345,7 @@ def to_markdown(report: dict[str, Any]) -> str:
               "|---|---|---:|---:|---:|"]
     for r in report["marginals"]:
         error = f"{r['l1_per_record']:.4f}" if r["l1_per_record"] is not None \
+            else "failed" if r.get("outcome") == "failed" \
             else f"did not finish in {r['timeout']:.0f} s"
         lines.append(f"| {r['tables']} {r['k']}-way | {r['method']} | {r['runs']} | "
                      f"{error} | {r['seconds']:.3f} |")

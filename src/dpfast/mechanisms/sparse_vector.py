@@ -201,10 +201,11 @@ class _SparseVector:
     _gen: _native.ChaCha20
     _threshold: NDArray[Any]
 
-    def __init__(self, threshold: float, *, epsilon: float, cutoff: int,
-                 sensitivity: float, monotonic: bool, shares: Sequence[float] | None,
-                 accountant: AccountantLike | None, rng: RngLike,
-                 threads: int | None) -> None:
+    def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
+                 sensitivity: float = 1.0, monotonic: bool = False,
+                 shares: Sequence[float] | None = None,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 threads: int | None = None) -> None:
         func = type(self).__name__
         eps = _v.check_epsilon(epsilon, func)
         c = _v.check_positive_int(cutoff, "cutoff", func)
@@ -330,15 +331,6 @@ class Sparse(_SparseVector):
     True
     """
 
-    def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
-                 sensitivity: float = 1.0, monotonic: bool = False,
-                 shares: Sequence[float] | None = None,
-                 accountant: AccountantLike | None = None, rng: RngLike = None,
-                 threads: int | None = None) -> None:
-        super().__init__(threshold, epsilon=epsilon, cutoff=cutoff, sensitivity=sensitivity,
-                         monotonic=monotonic, shares=shares, accountant=accountant, rng=rng,
-                         threads=threads)
-
     def query(self, values: ArrayLike) -> bool | NDArray[np.bool_]:
         """Whether each query's answer is above the threshold: a bool for one number, else
         a bool array that stops at the halt. Raises :class:`SparseVectorHalted` once
@@ -395,15 +387,6 @@ class NumericSparse(_SparseVector):
 
     _shares = (0.25, 0.25, 0.5)
     _numeric = True
-
-    def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
-                 sensitivity: float = 1.0, monotonic: bool = False,
-                 shares: Sequence[float] | None = None,
-                 accountant: AccountantLike | None = None, rng: RngLike = None,
-                 threads: int | None = None) -> None:
-        super().__init__(threshold, epsilon=epsilon, cutoff=cutoff, sensitivity=sensitivity,
-                         monotonic=monotonic, shares=shares, accountant=accountant, rng=rng,
-                         threads=threads)
 
     def query(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any]]:
         """``(above, released)``: whether each query is above the threshold (stopping at the
