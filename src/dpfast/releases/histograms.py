@@ -246,10 +246,17 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float
     func = "histogram"
     eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
                                                   postprocess, total)
+    counts, edges = histogram_counts(data, bins, range, func, nthreads)
+    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total), edges
+
+
+def histogram_counts(data: "ArrayLike", bins: "int | ArrayLike", range: Any, func: str,
+                     threads: int) -> "tuple[NDArray[np.int64], NDArray[np.float64]]":
+    """The exact counts and edges of :func:`histogram` (everything checked; no noise).
+    ``dpfast.dask`` counts each partition with it."""
     records = _v.check_records(data, "data", func)
     edges, kind = _axis(records.dtype, bins, range, func)
-    counts = _native.count_1d(records, edges, kind, nthreads)
-    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total), edges
+    return _native.count_1d(records, edges, kind, threads), edges
 
 
 if TYPE_CHECKING:
@@ -308,6 +315,14 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
     func = "histogramdd"
     eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
                                                   postprocess, total)
+    counts, edges = histogramdd_counts(sample, bins, range, func, nthreads)
+    released = _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
+    return released, edges
+
+
+def histogramdd_counts(sample: "ArrayLike", bins: Any, range: Any, func: str,
+                       threads: int) -> "tuple[NDArray[np.int64], list[NDArray[np.float64]]]":
+    """The exact counts and edges of :func:`histogramdd` (everything checked; no noise)."""
     if isinstance(sample, (list, tuple)) and sample and np.ndim(sample[0]) == 1:
         try:
             sample = np.stack([_v.as_array(s, "sample", func) for s in sample], axis=1)
@@ -339,10 +354,8 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
         raise ValueError(f"The table of {func} would have {math.prod(shape):,} cells, more "
                          f"than {MAX_CELLS:,}; use dpfast.noisy_counts with out= for tables "
                          "counted elsewhere.")
-    counts = _native.count_nd(data, [e for e, _ in axes], [k for _, k in axes], nthreads)
-    counts = counts.reshape(shape)
-    released = _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
-    return released, [e for e, _ in axes]
+    counts = _native.count_nd(data, [e for e, _ in axes], [k for _, k in axes], threads)
+    return counts.reshape(shape), [e for e, _ in axes]
 
 
 if TYPE_CHECKING:
@@ -400,6 +413,13 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
     func = "count_categories"
     eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
                                                   postprocess, total)
+    counts = category_counts(values, categories, other, func, nthreads)
+    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
+
+
+def category_counts(values: "ArrayLike", categories: Any, other: object, func: str,
+                    threads: int) -> "NDArray[np.int64]":
+    """The exact counts of :func:`count_categories` (everything checked; no noise)."""
     if isinstance(categories, (str, bytes, set, frozenset, Mapping)) \
             or not hasattr(categories, "__len__"):
         raise TypeError(f"The 'categories' parameter of {func} must be an ordered sequence "
@@ -417,8 +437,7 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
                          "in an extra cell, or add them to the public category list.")
     if unknown.size:
         codes[unknown] = ncat
-    counts = _native.count_codes(codes, ncat + bool(other), nthreads)
-    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
+    return _native.count_codes(codes, ncat + bool(other), threads)
 
 
 if TYPE_CHECKING:
