@@ -1,0 +1,395 @@
+"""dpfast's releases over Dask arrays and DataFrames (``pip install "dpfast[dask]"``).
+
+Every function here makes the same release as its single-machine namesake, on data that
+lives in a Dask collection (larger than memory, on disk, on a cluster):
+
+- :func:`noisy_counts` on a Dask array of counts, any chunks (``from_npy`` reads a ``.npy``
+  file larger than memory block by block, in the workers);
+- :func:`histogram`, :func:`histogramdd`, :func:`count_categories`, :func:`crosstab`,
+  :func:`census_hierarchy` and :func:`tree_mechanism` on Dask DataFrames (read from Parquet
+  or CSV): each partition is counted on a worker by dpfast's compiled counting, the
+  partition counts are summed on the workers, and the noise is added where the counts are,
+  in one task; only the released table reaches the client, never a record.
+
+The budget is charged once, on the client, before any task is submitted (a refused charge
+submits nothing), and everything that can be checked without reading the data (types,
+parameters, public bins and categories) is checked before it.
+
+Cell-addressed noise (:mod:`dpfast.releases.cells`). The noise of cell ``i`` depends only
+on the release's key and ``i``: the same seed gives bit-identical releases whatever the
+chunks, the partitions, the number of workers, and a task retried or run twice after a
+worker failure draws exactly the same noise again, so a failure costs no privacy. For
+``noisy_counts`` the release equals ``dpfast.noisy_counts`` on the same counts with the same
+seed; for the DataFrame releases it equals the single-machine function applied to the
+summed counts with the same seed (``crosstab``, ``histogram``, ``histogramdd`` and
+``count_categories``: the single-machine function on the same records).
+
+The key travels in the task graph. It is drawn on the client (from the OS unless ``rng``
+gives a seed, which is for tests only) and sent with the tasks: the scheduler, every worker,
+and anyone who can read the graph (a dashboard's task views, logs or dumps of the graph,
+spilled data) can read the key and subtract the noise. Run the cluster inside the data's
+trust boundary, as the data itself must be: a Dask cluster is not a place to keep a secret
+from its own operators.
+
+Data errors found only by reading (a value outside the public categories, a NaN record)
+fail the release's tasks after the charge: the charge stands and nothing is released.
+``noisy_counts`` avoids this for floating or 64-bit counts by reading them once, before the
+charge, to refuse NaN, infinities and out-of-range values (``check=False`` skips that pass).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _native
+from . import validation as _v
+from .accounting import Accountant, BudgetExceededError, resolve_accountant
+from .releases import histograms as _hist
+from .releases import postprocess as _post
+from .releases.cells import noise_scale, noisy_cells, release_key
+
+if TYPE_CHECKING:
+    from .accounting import AccountantLike
+    from .rng import RngLike
+
+try:
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+except ImportError as exc:                                   # pragma: no cover
+    raise ImportError('dpfast.dask needs Dask: pip install "dpfast[dask]"') from exc
+
+__all__ = ["noisy_counts", "from_npy", "histogram", "histogramdd", "count_categories",
+           "crosstab", "census_hierarchy", "tree_mechanism"]
+
+#: Cells per block of :func:`from_npy` (about 40-80 MB per block).
+NPY_BLOCK = 10_000_000
+
+
+# -- arrays -------------------------------------------------------------------------------
+
+def from_npy(path: str, chunks: int = NPY_BLOCK) -> da.Array:
+    """A Dask array over a ``.npy`` file, blocks of ``chunks`` rows along the first axis,
+    each read by its task from a memory map of the file (nothing is read on the client,
+    nothing is sent but the path)."""
+    func = "from_npy"
+    mm = np.load(path, mmap_mode="r")
+    rows = _v.check_positive_int(chunks, "chunks", func)
+    bounds = list(range(0, mm.shape[0], rows)) + [mm.shape[0]]
+    blocks = [da.from_delayed(dask.delayed(_read_rows)(str(path), a, b),
+                              shape=(b - a,) + mm.shape[1:], dtype=mm.dtype)
+              for a, b in zip(bounds[:-1], bounds[1:])]
+    return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+
+
+def _read_rows(path: str, start: int, stop: int) -> np.ndarray:
+    return np.array(np.load(path, mmap_mode="r")[start:stop])
+
+
+def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 check: bool = True) -> da.Array:
+    """noisy_counts(counts, *, epsilon, sensitivity=1, accountant=None, rng=None, check=True)
+
+    :func:`dpfast.noisy_counts` on a Dask array: each cell plus Laplace noise of scale
+    ``sensitivity / epsilon`` (discrete for integer counts: int64; grid noise for floating
+    ones: float64). Returns a lazy Dask array, chunked along the first axis (blocks are
+    rechunked to span the other axes, so that each block is one run of cells).
+
+    ``check`` (default True): floating and 64-bit integer counts are read once before the
+    charge to refuse NaN, infinities and values the noise cannot be added to exactly.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, dpfast as dp
+    >>> import dpfast.dask as dpd
+    >>> x = np.arange(1000)
+    >>> out = dpd.noisy_counts(da.from_array(x, chunks=300), epsilon=1.0,
+    ...                        accountant=dp.Accountant(), rng=5)
+    >>> bool((out.compute() == dp.noisy_counts(x, epsilon=1.0, accountant=dp.Accountant(),
+    ...                                        rng=5)).all())
+    True
+    """
+    func = "noisy_counts"
+    if not isinstance(counts, da.Array):
+        raise TypeError(f"The 'counts' parameter of dpfast.dask.{func} must be a Dask array. "
+                        f"Got {_v.describe(counts)} instead (use dpfast.noisy_counts).")
+    kind = counts.dtype.kind
+    if kind not in "iuf" or counts.dtype.itemsize > 8:
+        raise TypeError(f"The 'counts' parameter of dpfast.dask.{func} must hold integer or "
+                        f"real floating counts. Got dtype {counts.dtype} instead.")
+    integer = kind in "iu"
+    scale = noise_scale(epsilon, sensitivity, integer, func)
+    check = _v.check_bool(check, "check", func)
+    if counts.size == 0:
+        raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not be empty.")
+    if check and (not integer or counts.dtype.itemsize == 8):
+        # A budget that cannot pay is refused before the data is read.
+        acct = resolve_accountant(accountant, func)
+        if not acct.check(float(epsilon)):
+            raise BudgetExceededError(f"dpfast.dask.{func} needs epsilon={epsilon!r}, more "
+                                      f"than the accountant has left; nothing was read, "
+                                      f"spent or drawn.")
+        _check_values(counts, integer, scale, func)
+        accountant = acct
+    key = release_key(func, accountant, float(epsilon), rng)
+    if counts.ndim > 1:
+        counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
+    return counts.map_blocks(_noisy_block, key, scale, dtype=np.int64 if integer else np.float64)
+
+
+def _check_values(counts: da.Array, integer: bool, scale: float, func: str) -> None:
+    """Read the counts once: finite, and within what the noise can be added to exactly."""
+    lo, hi = dask.compute(counts.min(), counts.max())
+    limit = float(2**62) if integer else 2.0**52 * _grid(scale)
+    if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not contain NaN "
+                         f"or infinity.")
+    if max(-float(lo), float(hi)) > limit:
+        raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must be at most "
+                         f"{limit:g} in magnitude. Got a count of {max(-lo, hi)!r} instead.")
+
+
+def _grid(scale: float) -> float:
+    from .samplers import laplace_grid
+    return laplace_grid(scale)[0]
+
+
+def _noisy_block(block: np.ndarray, key: bytes, scale: float,
+                 block_info: Any = None) -> np.ndarray:
+    """One block: its first cell's index in the whole array (C order), then its cells."""
+    info = block_info[0]
+    shape, loc = info["shape"], info["array-location"]
+    start = sum(lo * math.prod(shape[a + 1:]) for a, (lo, _) in enumerate(loc))
+    if block.dtype.kind == "f" and not np.all(np.isfinite(block)):
+        raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts must not "
+                         "contain NaN or infinity.")
+    return noisy_cells(key, int(start), np.ascontiguousarray(block), scale)
+
+
+# -- DataFrames: counted on the workers, noised where the counts are ------------------------
+
+def crosstab(frame: Any, columns: Hashable | Sequence[Hashable], *, epsilon: float,
+             keys: Mapping[Hashable, Sequence[Any]], accountant: AccountantLike | None = None,
+             rng: RngLike = None) -> Any:
+    """crosstab(frame, columns, *, epsilon, keys, accountant=None, rng=None)
+
+    :func:`dpfast.crosstab` of a Dask DataFrame: a labelled pandas table (a DataFrame for
+    two columns, else a Series), the same as ``dpfast.crosstab`` on the whole frame with the
+    same seed. ``keys`` gives every column's public categories (required)."""
+    from .linear import contingency as _ct
+    func = "crosstab"
+    names = _ct._check_columns(columns, func)
+    cats = _public_keys(frame, names, keys, func)
+    scale = noise_scale(epsilon, 1, True, func)
+    total = _counted(frame, names, _crosstab_counts, names, cats)
+    key = release_key(func, accountant, float(epsilon), rng)
+    table = dask.delayed(_noise_table)(total, key, scale, None).compute()
+    return _ct._label(table, tuple(names), _ct._indexes(cats, True))
+
+
+def _crosstab_counts(part: Any, names: list[Hashable],
+                     cats: dict[Hashable, list[Any]]) -> np.ndarray:
+    from .linear import contingency as _ct
+    func = "crosstab"
+    plan = _ct._plan(tuple(names), tuple(len(cats[n]) for n in names), None,
+                     [tuple(names)], func)
+    codes = _ct._frame_codes(part, names, cats, "columns", func)
+    return _ct._count_codes(dict(enumerate(codes)), plan, 1)[0]
+
+
+def count_categories(values: Any, categories: Sequence[Any], *, epsilon: float,
+                     other: bool = False, accountant: AccountantLike | None = None,
+                     rng: RngLike = None, postprocess: Any = None) -> Any:
+    """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, postprocess=None)
+
+    :func:`dpfast.count_categories` of a Dask Series (or one-column DataFrame): the same
+    release as on the whole column with the same seed."""
+    func = "count_categories"
+    other = _v.check_bool(other, "other", func)
+    _hist.category_counts(np.empty(0, dtype=object), categories, other, func, 1)  # checks
+    _hist._check_postprocess(postprocess, func)
+    scale = noise_scale(epsilon, 1, True, func)
+    total = _counted(values, None, _category_counts, list(categories), other)
+    key = release_key(func, accountant, float(epsilon), rng)
+    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute()
+
+
+def _category_counts(part: Any, categories: list[Any], other: bool) -> np.ndarray:
+    series = part.iloc[:, 0] if hasattr(part, "columns") else part
+    return _hist.category_counts(series, categories, other, "count_categories", 1)
+
+
+def histogram(values: Any, bins: Any = 10, *, epsilon: float, range: Any = None,
+              accountant: AccountantLike | None = None, rng: RngLike = None,
+              postprocess: Any = None) -> tuple[Any, np.ndarray]:
+    """histogram(values, bins=10, *, epsilon, range=None, accountant=None, rng=None, postprocess=None)
+
+    :func:`dpfast.histogram` of a Dask Series or 1-D Dask array, with public bins (edges,
+    or a number of bins with a public ``range``): ``(counts, edges)``, the same release as
+    on the whole column with the same seed."""
+    func = "histogram"
+    dtype = values.dtype
+    _, edges = _hist.histogram_counts(np.empty(0, dtype=dtype), bins, range, func, 1)
+    _hist._check_postprocess(postprocess, func)
+    scale = noise_scale(epsilon, 1, True, func)
+    total = _counted(values, None, _histogram_counts, bins, range)
+    key = release_key(func, accountant, float(epsilon), rng)
+    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute(), edges
+
+
+def _histogram_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
+    column = part.iloc[:, 0] if hasattr(part, "columns") else part
+    return _hist.histogram_counts(np.asarray(column), bins, range, "histogram", 1)[0]
+
+
+def histogramdd(frame: Any, bins: Any, *, epsilon: float, range: Any = None,
+                accountant: AccountantLike | None = None, rng: RngLike = None,
+                postprocess: Any = None) -> tuple[Any, list[np.ndarray]]:
+    """histogramdd(frame, bins, *, epsilon, range=None, accountant=None, rng=None, postprocess=None)
+
+    :func:`dpfast.histogramdd` of the columns of a Dask DataFrame (or a 2-D Dask array, one
+    record per row), with public bins: ``(counts, edges)``, the same release as on all the
+    records with the same seed."""
+    func = "histogramdd"
+    dims = len(frame.columns) if hasattr(frame, "columns") else frame.shape[1]
+    _, edges = _hist.histogramdd_counts(np.empty((0, dims)), bins, range, func, 1)
+    _hist._check_postprocess(postprocess, func)
+    scale = noise_scale(epsilon, 1, True, func)
+    total = _counted(frame, None, _histogramdd_counts, bins, range)
+    key = release_key(func, accountant, float(epsilon), rng)
+    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute(), edges
+
+
+def _histogramdd_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
+    return _hist.histogramdd_counts(np.asarray(part, dtype=np.float64), bins, range,
+                                    "histogramdd", 1)[0]
+
+
+def census_hierarchy(frame: Any, column: Hashable, hierarchy: Any, *, epsilon: float,
+                     split: Sequence[float] | None = None,
+                     accountant: AccountantLike | None = None, rng: RngLike = None) -> Any:
+    """census_hierarchy(frame, column, hierarchy, *, epsilon, split=None, accountant=None, rng=None)
+
+    :func:`dpfast.census_hierarchy` of records: ``column`` holds each record's leaf unit
+    (an integer code in ``[0, leaves)``, ``leaves`` the length of the hierarchy's last
+    level); the leaves are counted on the workers and the release made on a worker."""
+    from .linear import hierarchy as _hier
+    func = "census_hierarchy"
+    leaves = _leaf_count(hierarchy, func)
+    _check_column(frame, column, func)
+    _hier.census_hierarchy(np.zeros(leaves, dtype=np.int64), hierarchy, epsilon=epsilon,
+                           split=split, accountant=Accountant(), rng=0)     # checks only
+    total = _counted(frame, [column], _code_counts, column, leaves, func)
+    seed = _seed(release_key(func, accountant, float(epsilon), rng))
+    return dask.delayed(_charged)(_hier.census_hierarchy, total, hierarchy, epsilon=epsilon,
+                                  split=split, rng=seed).compute()
+
+
+def tree_mechanism(frame: Any, column: Hashable, leaves: int, *, epsilon: float,
+                   branching: int | None = None, accountant: AccountantLike | None = None,
+                   rng: RngLike = None) -> Any:
+    """tree_mechanism(frame, column, leaves, *, epsilon, branching=None, accountant=None, rng=None)
+
+    :func:`dpfast.tree_mechanism` of records: ``column`` holds each record's leaf (an
+    integer code in ``[0, leaves)``, e.g. an age or a binned value); the leaves are counted
+    on the workers and the tree released on a worker."""
+    from .linear import tree as _tree
+    func = "tree_mechanism"
+    n = _v.check_positive_int(leaves, "leaves", func)
+    _check_column(frame, column, func)
+    _tree.tree_mechanism(np.zeros(n, dtype=np.int64), epsilon=epsilon, branching=branching,
+                         accountant=Accountant(), rng=0)                    # checks only
+    total = _counted(frame, [column], _code_counts, column, n, func)
+    seed = _seed(release_key(func, accountant, float(epsilon), rng))
+    return dask.delayed(_charged)(_tree.tree_mechanism, total, epsilon=epsilon,
+                                  branching=branching, rng=seed).compute()
+
+
+def _code_counts(part: Any, column: Hashable, n: int, func: str) -> np.ndarray:
+    codes = np.asarray(part[column])
+    if codes.dtype.kind not in "iu":
+        raise TypeError(f"The 'frame' parameter of dpfast.dask.{func} must hold integer "
+                        f"codes in column {column!r}. Got dtype {codes.dtype} instead.")
+    codes = codes.astype(np.int64, copy=False)
+    if codes.size and (codes.min() < 0 or codes.max() >= n):
+        raise ValueError(f"The 'frame' parameter of dpfast.dask.{func} has codes outside "
+                         f"[0, {n}) in column {column!r}.")
+    return _native.count_codes(np.ascontiguousarray(codes), n, 1)
+
+
+# -- shared steps ---------------------------------------------------------------------------
+
+def _public_keys(frame: Any, names: list[Hashable], keys: Any,
+                 func: str) -> dict[Hashable, list[Any]]:
+    """Every named column's public categories (from ``keys``, never from the data)."""
+    if not isinstance(keys, Mapping):
+        raise ValueError(f"The 'keys' parameter of dpfast.dask.{func} must map every column to "
+                         f"its public categories (categories taken from the data would "
+                         f"leak them). Got {_v.describe(keys)} instead.")
+    for n in names:
+        _check_column(frame, n, func)
+        if n not in keys:
+            raise ValueError(f"The 'keys' parameter of dpfast.dask.{func} must give the "
+                             f"categories of every column. Got none for {n!r}.")
+        if isinstance(keys[n], (da.Array, dd.Series, dd.DataFrame)):
+            raise ValueError(f"The 'keys' parameter of dpfast.dask.{func} must be public "
+                             f"categories, not data. Got a Dask collection for {n!r}.")
+    return {n: list(keys[n]) for n in names}
+
+
+def _check_column(frame: Any, column: Hashable, func: str) -> None:
+    if not isinstance(frame, dd.DataFrame):
+        raise TypeError(f"The 'frame' parameter of dpfast.dask.{func} must be a Dask "
+                        f"DataFrame. Got {_v.describe(frame)} instead.")
+    if column not in frame.columns:
+        raise ValueError(f"The 'frame' parameter of dpfast.dask.{func} has no column "
+                         f"{column!r}.")
+
+
+def _leaf_count(hierarchy: Any, func: str) -> int:
+    if not isinstance(hierarchy, (list, tuple)) or not hierarchy:
+        raise TypeError(f"The 'hierarchy' parameter of dpfast.dask.{func} must be a list of "
+                        f"parent-code arrays. Got {_v.describe(hierarchy)} instead.")
+    return len(hierarchy[-1])
+
+
+def _counted(data: Any, columns: list[Hashable] | None, count: Any, *args: Any) -> Any:
+    """A delayed sum of ``count(partition, *args)`` over the partitions (or blocks) of
+    ``data``, summed pairwise on the workers."""
+    if isinstance(data, (dd.DataFrame, dd.Series)):
+        if columns is not None:
+            data = data[list(columns)]
+        parts = data.to_delayed()
+    elif isinstance(data, da.Array):
+        parts = list(data.to_delayed().reshape(-1))
+    else:
+        raise TypeError(f"The data must be a Dask DataFrame, Series or array. Got "
+                        f"{_v.describe(data)} instead.")
+    level = [dask.delayed(count)(p, *args) for p in parts]
+    while len(level) > 1:
+        level = [dask.delayed(np.add)(a, b) for a, b in zip(level[::2], level[1::2])] \
+            + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def _noise_table(counts: np.ndarray, key: bytes, scale: float, postprocess: Any) -> Any:
+    """Exact counts plus discrete Laplace noise under ``key`` (as the single-machine kernel
+    draws them), post-processed."""
+    noisy = noisy_cells(key, 0, np.asarray(counts, dtype=np.int64), scale)
+    return _post.apply(noisy, postprocess) if postprocess is not None else noisy
+
+
+def _charged(release: Any, *args: Any, **kwargs: Any) -> Any:
+    """On a worker: a single-machine release whose charge the client has already made (its
+    own accountant is a throwaway one, made here: accountants do not travel)."""
+    return release(*args, accountant=Accountant(), **kwargs)
+
+
+def _seed(key: bytes) -> int:
+    """A generator seed from a release's key (for releases made by single-machine functions
+    on a worker)."""
+    return int.from_bytes(key, "little")

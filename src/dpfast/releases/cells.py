@@ -1,0 +1,77 @@
+"""Cell-addressed noise: the noise of cell ``i`` of a release is a function of the release's
+key and ``i`` only, so a release made in pieces (Dask blocks, Spark partitions, retried
+tasks) is bit-identical to one made at once.
+
+How. dpfast's kernels split a call's output into chunks of ``CHUNK`` (65,536) cells; chunk
+``c`` reads the ChaCha20 streams of nonces ``2c`` and ``2c + 1`` under the call's key, and
+each cell's noise depends only on the cells before it in its chunk. A piece starting at cell
+``a`` therefore draws from chunk ``a // CHUNK`` on, with the cells of that chunk before
+``a`` standing in (their noise is computed and dropped: at most ``CHUNK - 1`` extra draws),
+and keeps the rest. With the key that ``dpfast.noisy_counts`` would draw from the same
+generator (:func:`release_key`), the pieces put together equal ``noisy_counts``' release.
+
+The key is the release: whoever holds its 32 bytes can recompute and remove the noise.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _native
+from .. import validation as _v
+from .._release import release
+from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from ..accounting import AccountantLike
+    from ..rng import RngLike
+
+__all__ = ["release_key", "noisy_cells", "CHUNK"]
+
+CHUNK = _native.CHUNK
+
+
+def release_key(func: str, accountant: AccountantLike | None, epsilon: float,
+                rng: RngLike) -> bytes:
+    """Charge ``epsilon`` to ``accountant`` (the release path: refused budgets draw nothing),
+    then draw the release's key from ``rng`` (None: the OS) as a one-shot kernel call would.
+    Returns its 32 bytes."""
+    return release(func, accountant, epsilon, 0.0, rng, None, 1, _draw_key)
+
+
+def _draw_key(gen: _native.ChaCha20, threads: int) -> bytes:
+    return bytes(_native.Key(gen))
+
+
+def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) -> float:
+    """The Laplace scale ``sensitivity / epsilon``, checked for the kernel that will use it."""
+    eps = _v.check_epsilon(epsilon, func)
+    d = _v.check_sensitivity(sensitivity, func)
+    return _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE if integer else
+                                    _v.MAX_SCALE)
+
+
+def noisy_cells(key: bytes, start: int, counts: NDArray[Any], scale: float,
+                threads: int = 1) -> NDArray[Any]:
+    """Cells ``start .. start + counts.size`` (C order) of the release under ``key``: the
+    counts plus discrete Laplace noise (int64; integer counts) or grid Laplace noise
+    (float64), of ``scale``. The counts must already be checked (finite, within range)."""
+    flat = counts.reshape(-1)
+    integer = flat.dtype.kind in "iu"
+    first = start // CHUNK
+    pad = start - first * CHUNK
+    k = _native.Key.from_bytes(key)
+    out: NDArray[Any]
+    if integer:
+        ints = np.zeros(pad + flat.size, dtype=np.int64)
+        ints[pad:] = flat
+        out = _native.fill_discrete_laplace(k, threads, ints, scale, ints, first)
+    else:
+        reals = np.zeros(pad + flat.size, dtype=np.float64)
+        reals[pad:] = flat
+        g, t = laplace_grid(scale)
+        out = _native.fill_laplace(k, threads, reals, t, g, reals, first)
+    return out[pad:].reshape(counts.shape)
