@@ -76,31 +76,64 @@ def from_npy(path: str, chunks: int = NPY_BLOCK) -> da.Array:
     each read by its task from a memory map of the file (nothing is read on the client,
     nothing is sent but the path)."""
     func = "from_npy"
-    mm = np.load(path, mmap_mode="r")
     rows = _v.check_positive_int(chunks, "chunks", func)
-    bounds = list(range(0, mm.shape[0], rows)) + [mm.shape[0]]
-    blocks = [da.from_delayed(dask.delayed(_read_rows)(str(path), a, b),
-                              shape=(b - a,) + mm.shape[1:], dtype=mm.dtype)
-              for a, b in zip(bounds[:-1], bounds[1:])]
-    return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+    file = _NpyFile(str(path))
+    return da.from_array(file, chunks=(rows,) + file.shape[1:], asarray=False, fancy=False)
 
 
-def _read_rows(path: str, start: int, stop: int) -> np.ndarray:
-    return np.array(np.load(path, mmap_mode="r")[start:stop])
+class _NpyFile:
+    """A ``.npy`` file as an array-like that pickles as its path: a task reads the rows it
+    needs with one positioned read (no memory map stays resident in the worker)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+            self.offset = f.tell()
+        if fortran:
+            raise ValueError(f"The 'path' parameter of from_npy must name a C-order .npy "
+                             f"file. Got a Fortran-order one: {path!r}.")
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        index = index if isinstance(index, tuple) else (index,)
+        rows = index[0] if index else slice(None)
+        if isinstance(rows, slice) and rows.step in (None, 1) and all(
+                i == slice(None) or (isinstance(i, slice) and i.indices(n) == (0, n, 1))
+                for i, n in zip(index[1:], self.shape[1:])):
+            start, stop, _ = rows.indices(self.shape[0])
+            row = math.prod(self.shape[1:])
+            count = max(stop - start, 0) * row
+            data = np.fromfile(self.path, dtype=self.dtype, count=count,
+                               offset=self.offset + start * row * self.dtype.itemsize)
+            return data.reshape((max(stop - start, 0),) + self.shape[1:])
+        return np.array(np.load(self.path, mmap_mode="r")[index])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_NpyFile, (self.path,))
 
 
 def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
-                 accountant: AccountantLike | None = None, rng: RngLike = None,
-                 check: bool = True) -> da.Array:
-    """noisy_counts(counts, *, epsilon, sensitivity=1, accountant=None, rng=None, check=True)
+                 dtype: Any = None, accountant: AccountantLike | None = None,
+                 rng: RngLike = None, check: bool = True) -> da.Array:
+    """noisy_counts(counts, *, epsilon, sensitivity=1, dtype=None, accountant=None, rng=None, check=True)
 
     :func:`dpfast.noisy_counts` on a Dask array: each cell plus Laplace noise of scale
     ``sensitivity / epsilon`` (discrete for integer counts: int64; grid noise for floating
     ones: float64). Returns a lazy Dask array, chunked along the first axis (blocks are
     rechunked to span the other axes, so that each block is one run of cells).
 
-    ``check`` (default True): floating and 64-bit integer counts are read once before the
-    charge to refuse NaN, infinities and values the noise cannot be added to exactly.
+    ``dtype``: ``numpy.int32`` stores integer releases in half the space (as
+    ``dpfast.noisy_counts`` with an int32 ``out``): counts must then stay within
+    ``2**31 - 1 - 764 * scale`` (the noise's bound), which 8- and 16-bit counts always do;
+    wider ones are read to check it.
+
+    ``check`` (default True): floating and 64-bit integer counts (and 32-bit ones released
+    as int32) are read once before the charge to refuse NaN, infinities and values the
+    noise cannot be added to exactly.
 
     Examples
     --------
@@ -124,27 +157,62 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
     integer = kind in "iu"
     scale = noise_scale(epsilon, sensitivity, integer, func)
     check = _v.check_bool(check, "check", func)
+    out_dtype = _out_dtype(dtype, integer, counts.dtype, scale, check, func)
     if counts.size == 0:
         raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not be empty.")
-    if check and (not integer or counts.dtype.itemsize == 8):
+    narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
+    if check and (not integer or counts.dtype.itemsize == 8 or narrow):
         # A budget that cannot pay is refused before the data is read.
         acct = resolve_accountant(accountant, func)
         if not acct.check(float(epsilon)):
             raise BudgetExceededError(f"dpfast.dask.{func} needs epsilon={epsilon!r}, more "
                                       f"than the accountant has left; nothing was read, "
                                       f"spent or drawn.")
-        _check_values(counts, integer, scale, func)
+        _check_values(counts, integer, scale, _int32_limit(scale) if narrow else None, func)
         accountant = acct
     key = release_key(func, accountant, float(epsilon), rng)
     if counts.ndim > 1:
         counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
-    return counts.map_blocks(_noisy_block, key, scale, dtype=np.int64 if integer else np.float64)
+    return counts.map_blocks(_noisy_block, key, scale, out_dtype, dtype=out_dtype)
 
 
-def _check_values(counts: da.Array, integer: bool, scale: float, func: str) -> None:
-    """Read the counts once: finite, and within what the noise can be added to exactly."""
+def _int32_limit(scale: float) -> int:
+    """The largest |count| whose noisy value surely fits int32 (the noise's bound is
+    763.3 scale + 1, as for dpfast.noisy_counts with an int32 out)."""
+    return 2**31 - 1 - math.ceil(763.3 * scale + 1)
+
+
+def _out_dtype(dtype: Any, integer: bool, counts: np.dtype[Any], scale: float, check: bool,
+               func: str) -> np.dtype[Any]:
+    """int64 / float64, or int32 when asked and possible."""
+    default: np.dtype[Any] = np.dtype(np.int64 if integer else np.float64)
+    if dtype is None:
+        return default
+    want: np.dtype[Any] = np.dtype(dtype)
+    if want == default:
+        return want
+    if not (integer and want == np.int32):
+        raise TypeError(f"The 'dtype' parameter of dpfast.dask.{func} must be None or int64 "
+                        f"(int32 for integer counts; float64 for real ones). Got {dtype!r} "
+                        f"for counts of dtype {counts} instead.")
+    if _int32_limit(scale) < (2**16 if counts.itemsize <= 2 else 0):
+        raise ValueError(f"The 'dtype' parameter of dpfast.dask.{func} cannot be int32 at a "
+                         f"noise scale of {scale:g}: the noise could overflow it.")
+    if counts.itemsize >= 4 and not check:
+        raise ValueError(f"The 'dtype' parameter of dpfast.dask.{func} can be int32 for "
+                         f"{counts} counts only with check=True (they are read to make sure "
+                         f"the noisy counts fit).")
+    return want
+
+
+def _check_values(counts: da.Array, integer: bool, scale: float, int32: int | None,
+                  func: str) -> None:
+    """Read the counts once: finite, and within what the noise can be added to exactly (and
+    stored in int32 if ``int32`` gives the limit)."""
     lo, hi = dask.compute(counts.min(), counts.max())
     limit = float(2**62) if integer else 2.0**52 * _grid(scale)
+    if int32 is not None:
+        limit = float(int32)
     if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
         raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not contain NaN "
                          f"or infinity.")
@@ -158,7 +226,7 @@ def _grid(scale: float) -> float:
     return laplace_grid(scale)[0]
 
 
-def _noisy_block(block: np.ndarray, key: bytes, scale: float,
+def _noisy_block(block: np.ndarray, key: bytes, scale: float, dtype: np.dtype[Any],
                  block_info: Any = None) -> np.ndarray:
     """One block: its first cell's index in the whole array (C order), then its cells."""
     info = block_info[0]
@@ -167,7 +235,8 @@ def _noisy_block(block: np.ndarray, key: bytes, scale: float,
     if block.dtype.kind == "f" and not np.all(np.isfinite(block)):
         raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts must not "
                          "contain NaN or infinity.")
-    return noisy_cells(key, int(start), np.ascontiguousarray(block), scale)
+    return noisy_cells(key, int(start), np.ascontiguousarray(block), scale,
+                       int32=dtype == np.int32)
 
 
 # -- DataFrames: counted on the workers, noised where the counts are ------------------------

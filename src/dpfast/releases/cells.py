@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["release_key", "noisy_cells", "CHUNK"]
+__all__ = ["release_key", "noise_scale", "noisy_cells", "noisy_cells_at", "CHUNK"]
 
 CHUNK = _native.CHUNK
 
@@ -55,10 +55,11 @@ def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) ->
 
 
 def noisy_cells(key: bytes, start: int, counts: NDArray[Any], scale: float,
-                threads: int = 1) -> NDArray[Any]:
+                threads: int = 1, int32: bool = False) -> NDArray[Any]:
     """Cells ``start .. start + counts.size`` (C order) of the release under ``key``: the
-    counts plus discrete Laplace noise (int64; integer counts) or grid Laplace noise
-    (float64), of ``scale``. The counts must already be checked (finite, within range)."""
+    counts plus discrete Laplace noise (int64, or int32 with ``int32``; integer counts) or
+    grid Laplace noise (float64), of ``scale``. The counts must already be checked (finite,
+    within range; for int32, within ``2**31 - 1`` less the noise's bound)."""
     flat = counts.reshape(-1)
     integer = flat.dtype.kind in "iu"
     first = start // CHUNK
@@ -66,7 +67,7 @@ def noisy_cells(key: bytes, start: int, counts: NDArray[Any], scale: float,
     k = _native.Key.from_bytes(key)
     out: NDArray[Any]
     if integer:
-        ints = np.zeros(pad + flat.size, dtype=np.int64)
+        ints = np.zeros(pad + flat.size, dtype=np.int32 if int32 else np.int64)
         ints[pad:] = flat
         out = _native.fill_discrete_laplace(k, threads, ints, scale, ints, first)
     else:
@@ -75,3 +76,35 @@ def noisy_cells(key: bytes, start: int, counts: NDArray[Any], scale: float,
         g, t = laplace_grid(scale)
         out = _native.fill_laplace(k, threads, reals, t, g, reals, first)
     return out[pad:].reshape(counts.shape)
+
+
+def noisy_cells_at(key: bytes, cells: NDArray[np.integer[Any]], counts: NDArray[Any],
+                   scale: float) -> NDArray[Any]:
+    """The cells at the given indices (any order, each at most once) of the release under
+    ``key``, for counts that arrive with their cell index (a Spark or Dask partition of
+    ``(cell, count)`` rows). Each chunk the indices touch is drawn once, up to the last of
+    its cells asked for (a cell's noise does not depend on the counts before it): at most
+    one chunk of draws per chunk touched, whatever the order of the indices."""
+    index = np.asarray(cells, dtype=np.int64)
+    values = np.asarray(counts)
+    if index.shape != values.shape or index.ndim != 1:
+        raise ValueError("noisy_cells_at needs 1-D cells and counts of one length.")
+    if index.size and index.min() < 0:
+        raise ValueError("noisy_cells_at: cell indices must be non-negative.")
+    order = np.argsort(index, kind="stable")
+    sorted_index = index[order]
+    if np.any(np.diff(sorted_index) == 0):
+        raise ValueError("noisy_cells_at: a cell index appears twice (its noise would too).")
+    integer = values.dtype.kind in "iu"
+    out = np.empty(values.shape, dtype=np.int64 if integer else np.float64)
+    chunk = sorted_index // CHUNK
+    bounds = np.flatnonzero(np.diff(chunk)) + 1
+    for part in np.split(np.arange(index.size), bounds):
+        if not part.size:
+            continue
+        c = int(chunk[part[0]])
+        pos = sorted_index[part] - c * CHUNK
+        base = np.zeros(int(pos[-1]) + 1, dtype=out.dtype)
+        base[pos] = values[order[part]]
+        out[order[part]] = noisy_cells(key, c * CHUNK, base, scale)[pos]
+    return out
