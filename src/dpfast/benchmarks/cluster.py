@@ -235,8 +235,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         row(f"noisy_counts of {n['cells']:,} uint16 cells from a .npy file, int32 kept "
             "(one process: in memory; cluster: on the workers, a checksum per block)",
             "cells", n["cells"], n["memory"]["single_seconds"], n["memory"]["cluster_seconds"]),
-        row(f"the same, int32 written to disk (one process: a journaled .npy; cluster: "
-            f"to_npy_stack)", "cells", n["cells"], n["disk"]["single_seconds"],
+        row("the same, int32 written to disk (one process: a journaled .npy; cluster: "
+            "to_npy_stack)", "cells", n["cells"], n["disk"]["single_seconds"],
             n["disk"]["cluster_seconds"]),
         row(f"crosstab of {c['rows']:,} Parquet records ({c['files']} files), 8 x 16 cells, "
             "median of 3", "rows", c["rows"], c["single_seconds"], c["cluster_seconds"]),
