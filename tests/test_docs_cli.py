@@ -203,3 +203,14 @@ def test_readme_marginals_example_runs():
     assert namespace["table"].shape == (2, 5)
     assert len(namespace["tables"]) == 3 and namespace["small"].database.sum() == namespace["small"].m
     assert namespace["synth"].synthetic.shape == (64,)
+
+
+def test_readme_streams_example_runs():
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
+                 if "dp.Sparse(" in b)
+    namespace = {"np": np, "dp": dp}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["answers"].shape == (3,)
+    assert namespace["result"].epsilon_lower_bound < 1.0 and not namespace["result"].violated
+    assert namespace["above"].dtype == bool

@@ -253,10 +253,8 @@ def crosstab(frame: Any, columns: Hashable | Sequence[Hashable], *, epsilon: flo
     func = "crosstab"
     names = _ct._check_columns(columns, func)
     cats = _public_keys(frame, names, keys, func)
-    scale = noise_scale(epsilon, 1, True, func)
-    total = _counted(frame, names, _crosstab_counts, names, cats)
-    key = release_key(func, accountant, float(epsilon), rng)
-    table = dask.delayed(_noise_table)(total, key, scale, None).compute()
+    table = _released_counts(func, frame, names, _crosstab_counts, (names, cats), epsilon,
+                             accountant, rng, None)
     return _ct._label(table, tuple(names), _ct._indexes(cats, True))
 
 
@@ -280,11 +278,8 @@ def count_categories(values: Any, categories: Sequence[Any], *, epsilon: float,
     func = "count_categories"
     other = _v.check_bool(other, "other", func)
     _hist.category_counts(np.empty(0, dtype=object), categories, other, func, 1)  # checks
-    _hist._check_postprocess(postprocess, func)
-    scale = noise_scale(epsilon, 1, True, func)
-    total = _counted(values, None, _category_counts, list(categories), other)
-    key = release_key(func, accountant, float(epsilon), rng)
-    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute()
+    return _released_counts(func, values, None, _category_counts, (list(categories), other),
+                            epsilon, accountant, rng, postprocess)
 
 
 def _category_counts(part: Any, categories: list[Any], other: bool) -> np.ndarray:
@@ -303,11 +298,8 @@ def histogram(values: Any, bins: Any = 10, *, epsilon: float, range: Any = None,
     func = "histogram"
     dtype = values.dtype
     _, edges = _hist.histogram_counts(np.empty(0, dtype=dtype), bins, range, func, 1)
-    _hist._check_postprocess(postprocess, func)
-    scale = noise_scale(epsilon, 1, True, func)
-    total = _counted(values, None, _histogram_counts, bins, range)
-    key = release_key(func, accountant, float(epsilon), rng)
-    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute(), edges
+    return _released_counts(func, values, None, _histogram_counts, (bins, range), epsilon,
+                            accountant, rng, postprocess), edges
 
 
 def _histogram_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
@@ -326,11 +318,8 @@ def histogramdd(frame: Any, bins: Any, *, epsilon: float, range: Any = None,
     func = "histogramdd"
     dims = len(frame.columns) if hasattr(frame, "columns") else frame.shape[1]
     _, edges = _hist.histogramdd_counts(np.empty((0, dims)), bins, range, func, 1)
-    _hist._check_postprocess(postprocess, func)
-    scale = noise_scale(epsilon, 1, True, func)
-    total = _counted(frame, None, _histogramdd_counts, bins, range)
-    key = release_key(func, accountant, float(epsilon), rng)
-    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute(), edges
+    return _released_counts(func, frame, None, _histogramdd_counts, (bins, range), epsilon,
+                            accountant, rng, postprocess), edges
 
 
 def _histogramdd_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
@@ -443,6 +432,19 @@ def _counted(data: Any, columns: list[Hashable] | None, count: Any, *args: Any) 
         level = [dask.delayed(np.add)(a, b) for a, b in zip(level[::2], level[1::2])] \
             + ([level[-1]] if len(level) % 2 else [])
     return level[0]
+
+
+def _released_counts(func: str, data: Any, columns: list[Hashable] | None, count: Any,
+                     args: tuple[Any, ...], epsilon: float,
+                     accountant: AccountantLike | None, rng: RngLike,
+                     postprocess: Any) -> Any:
+    """The common path of the counting releases: the last checks, the counts summed on
+    the workers, the charge (before any task), the noise added on a worker."""
+    _hist._check_postprocess(postprocess, func)
+    scale = noise_scale(epsilon, 1, True, func)
+    total = _counted(data, columns, count, *args)
+    key = release_key(func, accountant, float(epsilon), rng)
+    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute()
 
 
 def _noise_table(counts: np.ndarray, key: bytes, scale: float, postprocess: Any) -> Any:

@@ -368,7 +368,8 @@ def _int_codes(values: NDArray[Any], cats: list[Any]) -> NDArray[np.int64]:
     table[np.asarray(cats, dtype=np.int64) - lo] = np.arange(len(cats))
     index = np.subtract(values, lo, dtype=np.int64)
     np.clip(index, -1, table.size - 1, out=index)      # below: -1, above: the last entry
-    return table[index]
+    codes: NDArray[np.int64] = table[index]
+    return codes
 
 
 def _frame_codes(frame: object, names: list[Hashable], cats: Mapping[Hashable, list[Any]],
