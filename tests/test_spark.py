@@ -2,6 +2,7 @@
 (cell, count) rows, in shuffled partitions, equals dpfast.noisy_counts with the same seed.
 Runs where pyspark and a Java runtime are present; skipped, with the reason, elsewhere."""
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -15,8 +16,9 @@ import dpfast as dp  # noqa: E402
 from dpfast.releases.cells import noisy_cells_at, release_key  # noqa: E402
 
 
-def test_spark_recipe_equals_noisy_counts():
+def test_spark_recipe_equals_noisy_counts(monkeypatch):
     from pyspark.sql import SparkSession
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)    # workers need dpfast too
     spark = (SparkSession.builder.master("local[2]").appName("dpfast-test")
              .config("spark.ui.enabled", "false").getOrCreate())
     try:
