@@ -254,3 +254,19 @@ def test_from_npy_reads_rows_in_the_workers(tmp_path):
     np.save(tmp_path / "f.npy", np.asfortranarray(x))
     with pytest.raises(ValueError, match="C-order"):
         dpd.from_npy(str(tmp_path / "f.npy"))
+
+
+def test_docstring_examples():
+    import doctest
+    result = doctest.testmod(dpd, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_bad_generator_is_refused_before_the_data_is_read(clusters):
+    client = clusters(1)
+    x = da.from_array(np.ones(1000), chunks=100)
+    with client.as_current():
+        before = _transitions(client)
+        with pytest.raises(TypeError, match="'rng'"):
+            dpd.noisy_counts(x, epsilon=1.0, accountant=dp.Accountant(), rng="seed")
+        assert _transitions(client) == before

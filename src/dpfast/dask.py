@@ -50,6 +50,7 @@ from .accounting import Accountant, BudgetExceededError, resolve_accountant
 from .releases import histograms as _hist
 from .releases import postprocess as _post
 from .releases.cells import noise_scale, noisy_cells, release_key
+from .rng import resolve_rng
 
 if TYPE_CHECKING:
     from .accounting import AccountantLike
@@ -162,7 +163,8 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
         raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not be empty.")
     narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
     if check and (not integer or counts.dtype.itemsize == 8 or narrow):
-        # A budget that cannot pay is refused before the data is read.
+        # A bad generator, or a budget that cannot pay, is refused before the data is read.
+        rng = resolve_rng(rng, func)
         acct = resolve_accountant(accountant, func)
         if not acct.check(float(epsilon)):
             raise BudgetExceededError(f"dpfast.dask.{func} needs epsilon={epsilon!r}, more "
