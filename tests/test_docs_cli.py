@@ -181,12 +181,18 @@ def test_readme_performance_table_shows_every_mechanism():
     assert not missing, missing
 
 
-def test_readme_linear_queries_example_runs():
+def run_readme_block(marker, **names):
+    """Run the README's Python example that contains ``marker``; its namespace."""
     text = (ROOT / "README.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
-                 if "dp.tree_mechanism(" in b)
-    namespace = {"np": np, "dp": dp}
+                 if marker in b)
+    namespace = {"np": np, "dp": dp, **names}
     exec(compile(block, "README.md", "exec"), namespace)
+    return namespace
+
+
+def test_readme_linear_queries_example_runs():
+    namespace = run_readme_block("dp.tree_mechanism(")
     rel, geo = namespace["rel"], namespace["geo"]
     assert rel.estimate.shape == (100,)
     assert geo.counts[0][0] == geo.counts[1].sum() == geo.counts[2].sum()
@@ -194,23 +200,15 @@ def test_readme_linear_queries_example_runs():
 
 
 def test_readme_marginals_example_runs():
-    text = (ROOT / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
-                 if "dp.marginals(" in b)
     from dpfast.datasets import load_adult
-    namespace = {"np": np, "dp": dp, "load_adult": load_adult}
-    exec(compile(block, "README.md", "exec"), namespace)
+    namespace = run_readme_block("dp.marginals(", load_adult=load_adult)
     assert namespace["table"].shape == (2, 5)
     assert len(namespace["tables"]) == 3 and namespace["small"].database.sum() == namespace["small"].m
     assert namespace["synth"].synthetic.shape == (64,)
 
 
 def test_readme_streams_example_runs():
-    text = (ROOT / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
-                 if "dp.Sparse(" in b)
-    namespace = {"np": np, "dp": dp}
-    exec(compile(block, "README.md", "exec"), namespace)
+    namespace = run_readme_block("dp.Sparse(")
     assert namespace["answers"].shape == (3,)
     assert namespace["result"].epsilon_lower_bound < 1.0 and not namespace["result"].violated
     assert namespace["above"].dtype == bool
