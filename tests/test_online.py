@@ -166,7 +166,7 @@ BAD_CREATE = [
     ({"alpha": NAN}, ValueError, "alpha"), ({"alpha": "0.1"}, TypeError, "alpha"),
     ({"updates": 0}, ValueError, "updates"), ({"updates": 2.5}, TypeError, "updates"),
     ({"total": 0.0}, ValueError, "total"), ({"total": INF}, ValueError, "total"),
-    ({"shares": (0.5, 0.5)}, TypeError, "shares"), ({"shares": (0.5, 0.5, 0.5)}, ValueError, "shares"),
+    ({"shares": (0.5, 0.5)}, ValueError, "shares"), ({"shares": (0.5, 0.5, 0.5)}, ValueError, "shares"),
     ({"rng": "seed"}, TypeError, "rng"), ({"threads": 0}, ValueError, "threads"),
     ({"accountant": "acct"}, TypeError, "accountant"),
 ]

@@ -330,7 +330,7 @@ BAD_CREATE = [
     ({"sensitivity": -1.0}, ValueError, "sensitivity"),
     ({"sensitivity": NAN}, ValueError, "sensitivity"),
     ({"monotonic": "yes"}, TypeError, "monotonic"), ({"monotonic": 1}, TypeError, "monotonic"),
-    ({"shares": (0.5, 0.6)}, ValueError, "shares"), ({"shares": (1.0,)}, TypeError, "shares"),
+    ({"shares": (0.5, 0.6)}, ValueError, "shares"), ({"shares": (1.0,)}, ValueError, "shares"),
     ({"shares": (0.0, 1.0)}, ValueError, "shares"), ({"shares": "even"}, TypeError, "shares"),
     ({"shares": (NAN, 0.5)}, ValueError, "shares"),
     ({"epsilon": 1e-305}, ValueError, "epsilon"),

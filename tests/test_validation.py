@@ -627,3 +627,26 @@ def test_float_array_keeps_shape_and_becomes_float64(dtype):
 def test_lists_empty_and_non_contiguous_arrays(value, dtype, shape):
     out = _mechanism_accepts(value)
     assert out.dtype == dtype and out.shape == shape
+
+
+def test_check_shares():
+    from dpfast.validation import check_shares
+    assert check_shares([0.25, 0.75], 2, "split", "f") == (0.25, 0.75)
+    assert check_shares(np.array([0.5, 0.5]), 2, "split", "f") == (0.5, 0.5)
+    for bad, exc in [("ab", TypeError), (0.5, TypeError), ([0.5, "x"], TypeError),
+                     ([0.5], ValueError), ([0.5, 0.6], ValueError), ([1.0, 0.0], ValueError),
+                     ([float("nan"), 0.5], ValueError), ([1.5, -0.5], ValueError)]:
+        with pytest.raises(exc, match="'split'"):
+            check_shares(bad, 2, "split", "f")
+
+
+def test_check_noise_scale_and_histogram():
+    from dpfast.validation import check_histogram, check_noise_scale
+    assert check_noise_scale(2.0, "'epsilon'", "f") == 2.0
+    with pytest.raises(ValueError, match="'epsilon' and 'rounds' parameters of f"):
+        check_noise_scale(2.0**1001, "'epsilon' and 'rounds'", "f")
+    assert check_histogram([[1, 2], [0, 3]], "counts", "f").shape == (2, 2)
+    with pytest.raises(ValueError, match="'counts'.*non-negative"):
+        check_histogram([1.0, -2.0], "counts", "f")
+    with pytest.raises(ValueError, match="'counts'"):
+        check_histogram([1.0, float("nan")], "counts", "f")

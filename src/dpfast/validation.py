@@ -161,6 +161,42 @@ def check_mechanism_scale(sensitivity: float, epsilon: float, func: str, *,
     return scale
 
 
+def check_histogram(counts: object, name: str, func: str) -> NDArray[np.int64] | NDArray[np.float64]:
+    """Counts of a histogram (any shape): numeric and finite (:func:`check_data`), and
+    non-negative."""
+    data, _ = check_data(counts, name, func)
+    if data.size and value_range(data)[0] < 0:
+        raise ValueError(f"The {name!r} parameter of {func} must be non-negative. Got an "
+                         f"entry {data.min().item()!r} instead.")
+    return data
+
+
+def check_noise_scale(scale: float, names: str, func: str, *, low: float = MIN_SCALE,
+                      high: float = MAX_SCALE) -> float:
+    """A noise scale derived from several parameters (``names``, as the error should name
+    them), checked to be in [low, high]."""
+    if not low <= scale <= high:
+        raise ValueError(f"The {names} parameters of {func} must give noise scales in "
+                         f"[{low:g}, {high:g}]. Got a scale of {scale:g} instead.")
+    return scale
+
+
+def check_shares(value: object, parts: int, name: str, func: str) -> tuple[float, ...]:
+    """``parts`` positive fractions (of a budget) summing to 1: a sequence (TypeError
+    otherwise, or for an entry that is not a real number), of that length, each in (0, 1],
+    summing to 1 within 1e-9 (ValueError otherwise)."""
+    rule = f"a sequence of {parts} positive shares summing to 1"
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") \
+            or not hasattr(value, "__iter__"):
+        raise TypeError(f"The {name!r} parameter of {func} must be {rule}. Got "
+                        f"{describe(value)} instead.")
+    shares = tuple(check_real(s, name, func, high=1.0, high_open=False) for s in value)
+    if len(shares) != parts or abs(math.fsum(shares) - 1.0) > 1e-9:
+        raise ValueError(f"The {name!r} parameter of {func} must be {rule}. Got "
+                         f"{value!r} instead.")
+    return shares
+
+
 #: Largest number of elements an output may have (an int64/float64 array of 2^56 elements
 #: would already be 512 PiB).
 MAX_SIZE = 2**56

@@ -18,7 +18,6 @@ levels, and level ``l`` gets discrete Laplace noise of scale ``1 / (split[l] * e
 """
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -162,20 +161,6 @@ def _check_parents(parents: Any, n_leaves: int, func: str) -> list[NDArray[np.in
     return out[::-1]
 
 
-def _check_split(split: Any, levels: int, func: str) -> tuple[float, ...]:
-    if split is None:
-        return (1.0 / levels,) * levels
-    try:
-        values = tuple(_v.check_real(s, "split", func) for s in split)
-    except TypeError:
-        raise TypeError(f"The 'split' parameter of {func} must be a sequence of {levels} "
-                        f"positive shares. Got {split!r} instead.") from None
-    if len(values) != levels or not math.isclose(sum(values), 1.0, rel_tol=1e-9):
-        raise ValueError(f"The 'split' parameter of {func} must give {levels} positive shares "
-                         f"(top level first) summing to 1. Got {split!r} instead.")
-    return values
-
-
 def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
                      split: Sequence[float] | None = None,
                      accountant: AccountantLike | None = None, rng: RngLike = None,
@@ -237,7 +222,8 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
                          "instead.")
     par = _check_parents(hierarchy, counts.size, func)
     levels = len(par) + 1
-    shares = _check_split(split, levels, func)
+    shares = (1.0 / levels,) * levels if split is None else \
+        _v.check_shares(split, levels, "split", func)
     scales = [_v.check_mechanism_scale(1.0, eps * s, func, high=MAX_DISCRETE_SCALE)
               for s in shares]
 

@@ -346,9 +346,11 @@ def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int
     eps_total = 0.0 if public is not None else TOTAL_FRACTION * eps
     eps_rounds = eps - eps_total
     # Selection at eps_R / (2T) with sensitivity 1: noise scale 2 / that, as in selection.py.
-    em_scale = _scale(4.0 * t / eps_rounds, 2.0**-1022, 2.0**1001, func)
-    grid = laplace_grid(_scale(2.0 * t / eps_rounds, _v.MIN_SCALE, _v.MAX_SCALE, func))
-    total_grid = laplace_grid(_scale(1.0 / eps_total, _v.MIN_SCALE, _v.MAX_SCALE, func)) \
+    names = "'epsilon' and 'rounds'"
+    em_scale = _v.check_noise_scale(4.0 * t / eps_rounds, names, func, low=2.0**-1022,
+                                    high=2.0**1001)
+    grid = laplace_grid(_v.check_noise_scale(2.0 * t / eps_rounds, names, func))
+    total_grid = laplace_grid(_v.check_noise_scale(1.0 / eps_total, names, func)) \
         if public is None else (1.0, 1.0)
     truth = wl.answer(x)
     _check_grid(float(truth.max()), grid[0], "the largest query answer", func)
@@ -396,23 +398,12 @@ def _draws(wl: _wl.Workload, measure: str) -> int:
 
 def _check_counts(counts: ArrayLike, wl: _wl.Workload, func: str) -> NDArray[np.float64]:
     """Flat float64 counts: numeric, finite, non-negative, with the workload's cells."""
-    data, _ = _v.check_data(counts, "counts", func)
-    if data.size and _v.value_range(data)[0] < 0:
-        raise ValueError(f"The 'counts' parameter of {func} must be non-negative. Got an "
-                         f"entry {data.min().item()!r} instead.")
+    data = _v.check_histogram(counts, "counts", func)
     if data.size != wl.n_cells or (data.ndim > 1 and data.shape != wl.domain):
         raise ValueError(f"The 'workload' parameter of {func} must have the domain of "
                          f"'counts' ({data.shape}, or flat with {data.size} cells). Got "
                          f"{wl!r} instead.")
     return np.asarray(data, dtype=np.float64).reshape(-1)
-
-
-def _scale(scale: float, low: float, high: float, func: str) -> float:
-    """A noise scale of the release, within the kernels' range."""
-    if not low <= scale <= high:
-        raise ValueError(f"The 'epsilon' and 'rounds' parameters of {func} must give noise "
-                         f"scales in [{low:g}, {high:g}]. Got a scale of {scale:g} instead.")
-    return scale
 
 
 def _check_grid(value: float, g: float, what: str, func: str) -> None:

@@ -55,7 +55,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..mechanisms.sparse_vector import SparseVectorHalted, _check_shares, _noise, _Noise, _outcomes
+from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise, _outcomes
 from ..rng import resolve_threads
 from ..samplers import laplace_grid
 from . import workloads as _wl
@@ -129,15 +129,18 @@ class PrivateMultiplicativeWeights:
             _v.check_positive_int(updates, "updates", func)
         public = None if total is None else _v.check_real(total, "total", func)
         eps_total = 0.0 if public is not None else TOTAL_FRACTION * eps
-        split = _check_shares((0.1, 0.6, 0.3) if shares is None else shares, 3, func)
+        split = _v.check_shares((0.1, 0.6, 0.3) if shares is None else shares, 3, "shares",
+                                func)
         # The comparisons are those of Sparse(T, cutoff=c) with shares eps_1 : eps_2.
         rest = eps - eps_total
         svt_eps = rest * (split[0] + split[1])
         noise = _noise(0.0, svt_eps, c, 1.0, False,
                        (split[0] / (split[0] + split[1]), split[1] / (split[0] + split[1])),
                        func)
-        measure = laplace_grid(_scale(c / (rest * split[2]), func))
-        total_grid = laplace_grid(_scale(1.0 / eps_total, func)) if public is None else (1., 1.)
+        names = "'epsilon', 'updates' and 'shares'"
+        measure = laplace_grid(_v.check_noise_scale(c / (rest * split[2]), names, func))
+        total_grid = laplace_grid(_v.check_noise_scale(1.0 / eps_total, names, func)) \
+            if public is None else (1.0, 1.0)
         _v.check_threads(threads, func)
         n: float
         self._gen, n, self._threshold_noise = release(
@@ -261,19 +264,11 @@ def _start(gen: _native.ChaCha20, threads: int, noise: _Noise, x: NDArray[np.flo
 
 
 def _check_counts(counts: ArrayLike, func: str) -> NDArray[np.float64]:
-    data, _ = _v.check_data(counts, "counts", func)
-    if data.size == 0 or (data.size and _v.value_range(data)[0] < 0):
-        raise ValueError(f"The 'counts' parameter of {func} must be a non-empty histogram of "
-                         f"non-negative counts. Got {_v.describe(counts)} instead.")
+    data = _v.check_histogram(counts, "counts", func)
+    if data.size == 0:
+        raise ValueError(f"The 'counts' parameter of {func} must be a non-empty histogram. "
+                         f"Got {_v.describe(counts)} instead.")
     return np.asarray(data, dtype=np.float64).reshape(-1)
-
-
-def _scale(scale: float, func: str) -> float:
-    if not _v.MIN_SCALE <= scale <= _v.MAX_SCALE:
-        raise ValueError(f"The 'epsilon', 'updates' and 'shares' parameters of {func} must "
-                         f"give noise scales in [{_v.MIN_SCALE:g}, {_v.MAX_SCALE:g}]. Got a "
-                         f"scale of {scale:g} instead.")
-    return scale
 
 
 class _Stream:

@@ -48,7 +48,6 @@ the argument, with nothing drawn and the object unchanged.
 """
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -118,19 +117,6 @@ class _Noise:
         return _native.laplace_scalar(gen, 1, t, g, float(value))
 
 
-def _check_shares(shares: object, parts: int, func: str) -> tuple[float, ...]:
-    """``parts`` positive finite fractions of epsilon summing to 1."""
-    rule = f"a tuple of {parts} positive fractions of epsilon that sum to 1"
-    if not isinstance(shares, (tuple, list)) or len(shares) != parts:
-        raise TypeError(f"The 'shares' parameter of {func} must be {rule}. Got "
-                        f"{_v.describe(shares)} instead.")
-    out = tuple(_v.check_real(s, "shares", func, high=1.0, high_open=False) for s in shares)
-    if abs(math.fsum(out) - 1.0) > 1e-9:
-        raise ValueError(f"The 'shares' parameter of {func} must be {rule}. Got "
-                         f"{tuple(shares)!r} (sum {math.fsum(out)!r}) instead.")
-    return out
-
-
 def _noise(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
            monotonic: bool, shares: tuple[float, ...], func: str) -> _Noise:
     """The noise scales (Lyu et al., Algorithms 1 and 7), discrete for an integer threshold
@@ -142,10 +128,8 @@ def _noise(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
               cutoff * sensitivity / (shares[2] * epsilon) if len(shares) > 2 else 1.0)
     high = MAX_DISCRETE_SCALE if discrete else _v.MAX_SCALE
     for scale in scales:
-        if not _v.MIN_SCALE <= scale <= high:
-            raise ValueError(f"The 'epsilon', 'sensitivity', 'cutoff' and 'shares' parameters "
-                             f"of {func} must give noise scales in [{_v.MIN_SCALE:g}, "
-                             f"{high:g}]. Got a scale of {scale:g} instead.")
+        _v.check_noise_scale(scale, "'epsilon', 'sensitivity', 'cutoff' and 'shares'", func,
+                             high=high)
     return _Noise(discrete, *scales)
 
 
@@ -211,8 +195,8 @@ class _SparseVector:
         c = _v.check_positive_int(cutoff, "cutoff", func)
         delta = _v.check_sensitivity(sensitivity, func)
         mono = _v.check_bool(monotonic, "monotonic", func)
-        split = _check_shares(self._shares if shares is None else shares, len(self._shares),
-                              func)
+        split = _v.check_shares(self._shares if shares is None else shares,
+                                len(self._shares), "shares", func)
         if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
             raise TypeError(f"The 'threshold' parameter of {func} must be a real number. Got "
                             f"{_v.describe(threshold)} instead.")
@@ -424,7 +408,7 @@ def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: in
     c = _v.check_positive_int(cutoff, "cutoff", func)
     delta = _v.check_sensitivity(sensitivity, func)
     mono = _v.check_bool(monotonic, "monotonic", func)
-    split = _check_shares((0.5, 0.5) if shares is None else shares, 2, func)
+    split = _v.check_shares((0.5, 0.5) if shares is None else shares, 2, "shares", func)
     noise = _noise(threshold, eps, c, delta, mono, split, func)
     base_t, _ = _check_values(threshold, noise, (noise.threshold,), "threshold", func)
     base_q, _ = _check_values(values, noise, (noise.queries,), "values", func)
