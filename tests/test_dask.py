@@ -270,3 +270,16 @@ def test_a_bad_generator_is_refused_before_the_data_is_read(clusters):
         with pytest.raises(TypeError, match="'rng'"):
             dpd.noisy_counts(x, epsilon=1.0, accountant=dp.Accountant(), rng="seed")
         assert _transitions(client) == before
+
+
+def test_without_the_check_pass_nan_fails_the_blocks():
+    # check=False skips the read before the charge; the blocks then refuse NaN as they are
+    # noised (the charge stands, nothing is released).
+    x = np.ones(1000)
+    x[777] = np.nan
+    acct = dp.Accountant()
+    out = dpd.noisy_counts(da.from_array(x, chunks=100), epsilon=1.0, check=False,
+                           accountant=acct, rng=1)
+    assert acct.spent == (1.0, 0.0)
+    with pytest.raises(ValueError, match="NaN"):
+        out.compute(scheduler="synchronous")

@@ -162,7 +162,8 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
     if counts.size == 0:
         raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not be empty.")
     narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
-    if check and (not integer or counts.dtype.itemsize == 8 or narrow):
+    checked = check and (not integer or counts.dtype.itemsize == 8 or narrow)
+    if checked:
         # A bad generator, or a budget that cannot pay, is refused before the data is read.
         rng = resolve_rng(rng, func)
         acct = resolve_accountant(accountant, func)
@@ -175,7 +176,9 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
     key = release_key(func, accountant, float(epsilon), rng)
     if counts.ndim > 1:
         counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
-    return counts.map_blocks(_noisy_block, key, scale, out_dtype, dtype=out_dtype)
+    # Real counts not read by the check are checked block by block as they are noised.
+    verify = not (integer or checked)
+    return counts.map_blocks(_noisy_block, key, scale, out_dtype, verify, dtype=out_dtype)
 
 
 def _int32_limit(scale: float) -> int:
@@ -229,12 +232,12 @@ def _grid(scale: float) -> float:
 
 
 def _noisy_block(block: np.ndarray, key: bytes, scale: float, dtype: np.dtype[Any],
-                 block_info: Any = None) -> np.ndarray:
+                 verify: bool, block_info: Any = None) -> np.ndarray:
     """One block: its first cell's index in the whole array (C order), then its cells."""
     info = block_info[0]
     shape, loc = info["shape"], info["array-location"]
     start = sum(lo * math.prod(shape[a + 1:]) for a, (lo, _) in enumerate(loc))
-    if block.dtype.kind == "f" and not np.all(np.isfinite(block)):
+    if verify and not np.all(np.isfinite(block)):
         raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts must not "
                          "contain NaN or infinity.")
     return noisy_cells(key, int(start), np.ascontiguousarray(block), scale,

@@ -55,7 +55,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise, _outcomes
+from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise
 from ..rng import resolve_threads
 from ..samplers import laplace_grid
 from . import workloads as _wl
@@ -229,8 +229,7 @@ class PrivateMultiplicativeWeights:
         """The first of these errors above the noisy threshold (fresh noise), or None."""
         threads = resolve_threads(self._threads, self._func, max(errors.size, 1))
         noisy = self._noise.draw(self._gen, threads, errors, self._noise.queries)
-        out = _outcomes(noisy[None, :], self._threshold_noise + self.threshold, 1)[0]
-        above = np.flatnonzero(out == 1)
+        above = np.flatnonzero(noisy >= self._threshold_noise[0] + self.threshold)
         return int(above[0]) if above.size else None
 
     def _measure_and_update(self, row: NDArray[np.float64], truth: float,
