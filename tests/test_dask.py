@@ -283,3 +283,16 @@ def test_without_the_check_pass_nan_fails_the_blocks():
     assert acct.spent == (1.0, 0.0)
     with pytest.raises(ValueError, match="NaN"):
         out.compute(scheduler="synchronous")
+
+
+@pytest.mark.parametrize("keys, exc", [
+    (None, ValueError), ({"sex": ["F", "F"]}, ValueError), ({"sex": ["F", None]}, ValueError),
+    ({"sex": []}, ValueError), ({"sex": "FM"}, TypeError), ({"sex": {"F", "M"}}, TypeError),
+    (["F", "M"], TypeError)])
+def test_crosstab_keys_are_checked_as_by_dpfast_crosstab(records, keys, exc):
+    frame, paths = records
+    acct = dp.Accountant()
+    with pytest.raises(exc, match="'keys'"):
+        dpd.crosstab(dd.read_parquet(paths[0]), ["sex"], epsilon=1.0, keys=keys,
+                     accountant=acct)
+    assert acct.spent == (0.0, 0.0)

@@ -388,20 +388,20 @@ def _code_counts(part: Any, column: Hashable, n: int, func: str) -> np.ndarray:
 
 def _public_keys(frame: Any, names: list[Hashable], keys: Any,
                  func: str) -> dict[Hashable, list[Any]]:
-    """Every named column's public categories (from ``keys``, never from the data)."""
-    if not isinstance(keys, Mapping):
-        raise ValueError(f"The 'keys' parameter of dpfast.dask.{func} must map every column to "
-                         f"its public categories (categories taken from the data would "
-                         f"leak them). Got {_v.describe(keys)} instead.")
+    """Every named column's public categories, checked as :func:`dpfast.crosstab` checks
+    them (a Dask collection given as categories is data, refused unread)."""
+    from .linear import contingency as _ct
+    mapping = _ct._keys_mapping(keys, frame, func)
     for n in names:
         _check_column(frame, n, func)
-        if n not in keys:
-            raise ValueError(f"The 'keys' parameter of dpfast.dask.{func} must give the "
-                             f"categories of every column. Got none for {n!r}.")
-        if isinstance(keys[n], (da.Array, dd.Series, dd.DataFrame)):
-            raise ValueError(f"The 'keys' parameter of dpfast.dask.{func} must be public "
-                             f"categories, not data. Got a Dask collection for {n!r}.")
-    return {n: list(keys[n]) for n in names}
+    missing = [n for n in names if n not in mapping]
+    if missing:
+        raise ValueError(f"The 'keys' parameter of {func} must give the categories of every "
+                         f"column. Got none for {missing!r}.")
+    for n in names:
+        if isinstance(mapping[n], (da.Array, dd.Series, dd.DataFrame)):
+            raise _ct._leak(func, f"the categories of column {n!r} are a Dask collection.")
+    return {n: _ct._categories(mapping[n], n, None, func) for n in names}
 
 
 def _check_column(frame: Any, column: Hashable, func: str) -> None:
