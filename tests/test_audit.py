@@ -63,6 +63,17 @@ def test_sample_runs_are_the_objects_answers():
         assert np.all(runs[answers.size:] == -1)
 
 
+def test_sample_runs_check_their_arguments_as_the_objects_do():
+    for kwargs, exc, name in [({"threshold": True}, TypeError, "threshold"),
+                              ({"epsilon": 0.0}, ValueError, "epsilon"),
+                              ({"cutoff": 0}, ValueError, "cutoff"),
+                              ({"shares": (0.5, 0.6)}, ValueError, "shares"),
+                              ({"runs": 0}, ValueError, "runs")]:
+        args = {"threshold": 0.0, "epsilon": 1.0, "runs": 10, **kwargs}
+        with pytest.raises(exc, match=f"'{name}'"):
+            sample_runs([1.0, 2.0], args.pop("threshold"), **args)
+
+
 def test_sample_runs_charge_nothing():
     acct = dp.default_accountant()
     before = acct.spent

@@ -133,6 +133,28 @@ def _noise(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
     return _Noise(discrete, *scales)
 
 
+def _checked(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
+             monotonic: bool, shares: Sequence[float] | None, default: tuple[float, ...],
+             func: str) -> tuple[float, int, float, bool, tuple[float, ...], _Noise,
+                                 NDArray[Any]]:
+    """Every parameter of a sparse-vector run checked: epsilon, cutoff, sensitivity,
+    monotonic, the shares (``default`` if None), the noise, and the threshold as an
+    array."""
+    eps = _v.check_epsilon(epsilon, func)
+    c = _v.check_positive_int(cutoff, "cutoff", func)
+    delta = _v.check_sensitivity(sensitivity, func)
+    mono = _v.check_bool(monotonic, "monotonic", func)
+    split = _v.check_shares(default if shares is None else shares, len(default), "shares",
+                            func)
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
+        raise TypeError(f"The 'threshold' parameter of {func} must be a real number. Got "
+                        f"{_v.describe(threshold)} instead.")
+    noise = _noise(threshold, eps, c, delta, mono, split, func)
+    value: Any = threshold
+    base, _ = _check_values(value, noise, (noise.threshold,), "threshold", func)
+    return eps, c, delta, mono, split, noise, base
+
+
 def _check_values(values: ArrayLike, noise: _Noise, scales: tuple[float, ...], name: str,
                   func: str) -> tuple[NDArray[Any], bool]:
     """Queries (or a threshold), to be noised at each of ``scales``, as a flat int64
@@ -147,7 +169,8 @@ def _check_values(values: ArrayLike, noise: _Noise, scales: tuple[float, ...], n
                         f"instead.")
     flat = data.reshape(-1)
     limit = min(noise.limit(scale) for scale in scales)
-    if flat.size and max(-float(_v.value_range(flat)[0]), float(_v.value_range(flat)[1])) > limit:
+    lo, hi = _v.value_range(flat) if flat.size else (0, 0)
+    if max(-float(lo), float(hi)) > limit:
         bad = flat[int(np.argmax(np.abs(flat.astype(np.float64))))]
         raise ValueError(f"The {name!r} parameter of {func} must be at most {limit:g} in "
                          f"magnitude (exact arithmetic with the noise). Got an entry {bad!r} "
@@ -191,17 +214,8 @@ class _SparseVector:
                  accountant: AccountantLike | None = None, rng: RngLike = None,
                  threads: int | None = None) -> None:
         func = type(self).__name__
-        eps = _v.check_epsilon(epsilon, func)
-        c = _v.check_positive_int(cutoff, "cutoff", func)
-        delta = _v.check_sensitivity(sensitivity, func)
-        mono = _v.check_bool(monotonic, "monotonic", func)
-        split = _v.check_shares(self._shares if shares is None else shares,
-                                len(self._shares), "shares", func)
-        if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
-            raise TypeError(f"The 'threshold' parameter of {func} must be a real number. Got "
-                            f"{_v.describe(threshold)} instead.")
-        noise = _noise(threshold, eps, c, delta, mono, split, func)
-        base, _ = _check_values(threshold, noise, (noise.threshold,), "threshold", func)
+        eps, c, delta, mono, split, noise, base = _checked(
+            threshold, epsilon, cutoff, sensitivity, monotonic, shares, self._shares, func)
         _v.check_threads(threads, func)
         self._gen, self._threshold = release(func, accountant, eps, 0.0, rng, threads, 1,
                                              _start, noise, base)
@@ -403,14 +417,9 @@ def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: in
     rng=rng).query(values)`` for an array ``values`` (padded with -1; tested).
     """
     func = "sample_runs"
-    eps = _v.check_epsilon(epsilon, func)
     n = _v.check_positive_int(runs, "runs", func)
-    c = _v.check_positive_int(cutoff, "cutoff", func)
-    delta = _v.check_sensitivity(sensitivity, func)
-    mono = _v.check_bool(monotonic, "monotonic", func)
-    split = _v.check_shares((0.5, 0.5) if shares is None else shares, 2, "shares", func)
-    noise = _noise(threshold, eps, c, delta, mono, split, func)
-    base_t, _ = _check_values(threshold, noise, (noise.threshold,), "threshold", func)
+    _, c, _, _, _, noise, base_t = _checked(threshold, epsilon, cutoff, sensitivity,
+                                            monotonic, shares, Sparse._shares, func)
     base_q, _ = _check_values(values, noise, (noise.queries,), "values", func)
     gen = resolve_rng(rng, func)
     m = base_q.size
