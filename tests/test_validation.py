@@ -650,3 +650,19 @@ def test_check_noise_scale_and_histogram():
         check_histogram([1.0, -2.0], "counts", "f")
     with pytest.raises(ValueError, match="'counts'"):
         check_histogram([1.0, float("nan")], "counts", "f")
+
+
+def test_category_codes_of_integers_by_lookup_table_match_the_general_path():
+    from dpfast.validation import category_codes
+    rng = np.random.default_rng(0)
+    values = rng.integers(-5, 40, 10_000)
+    cats = [7, 3, 30, 0, 12, -2]
+    want = np.array([cats.index(v) if v in cats else -1 for v in values.tolist()])
+    for dtype in (np.int8, np.int16, np.int64, np.uint16):
+        v = values.astype(dtype) if dtype != np.uint16 else np.abs(values).astype(dtype)
+        w = want if dtype != np.uint16 else np.array(
+            [cats.index(x) if x in cats else -1 for x in np.abs(values).tolist()])
+        assert np.array_equal(category_codes(v, cats, "f"), w)
+    # Categories that are not small integers take the general path.
+    assert category_codes(np.array([1, 2]), [1.0, 2.0], "f").tolist() == [0, 1]
+    assert category_codes(np.array([0, 2**20]), [0, 2**20], "f").tolist() == [0, 1]

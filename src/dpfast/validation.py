@@ -343,6 +343,28 @@ def _numeric_array(value: object, name: str, func: str,
     return check_data(value, name, func)      # raises the documented error for this input
 
 
+def _small_ints(categories: Sequence[Hashable]) -> list[int] | None:
+    """The categories as ints if all are integers spanning fewer than 2**16 values (read
+    through a lookup table), else None."""
+    if not categories or not all(isinstance(c, numbers.Integral)
+                                 and not isinstance(c, (bool, np.bool_)) for c in categories):
+        return None
+    ints = [int(c) for c in categories]  # type: ignore[call-overload]
+    return ints if max(ints) - min(ints) < 2**16 else None
+
+
+def _int_codes(values: NDArray[Any], ints: list[int]) -> NDArray[np.int64]:
+    """Codes of integer values in integer categories by a lookup table: one pass, no
+    sorting or hashing; -1 outside."""
+    lo = min(ints)
+    table = np.full(max(ints) - lo + 2, -1, dtype=np.int64)     # the last entry: outside
+    table[np.asarray(ints, dtype=np.int64) - lo] = np.arange(len(ints))
+    index = np.subtract(values, lo, dtype=np.int64)
+    np.clip(index, -1, table.size - 1, out=index)        # below: -1, above: the last entry
+    codes: NDArray[np.int64] = table[index]
+    return codes
+
+
 def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> NDArray[np.int64]:
     """int64 code per value: its index in `categories`, or -1 for anything else."""
     index = {c: i for i, c in enumerate(categories)}
@@ -357,6 +379,9 @@ def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> ND
         codes = np.asarray(values.codes, dtype=np.int64)
         return lut[codes]                        # code -1 (missing) reads the trailing -1
     arr = as_array(values, "values", func).reshape(-1)
+    ints = _small_ints(categories) if arr.dtype.kind in "iu" else None
+    if ints is not None:
+        return _int_codes(arr, ints)
     if arr.dtype.kind == "O":
         # Python objects (possibly None and strings mixed) cannot be sorted: look each up.
         lookup = np.frompyfunc(lambda v: index.get(v, -1), 1, 1)

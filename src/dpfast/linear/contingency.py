@@ -327,12 +327,10 @@ def _column(frame: object, name: Hashable, what: str, func: str) -> object:
 def _codes(column: object, cats: list[Any], name: Hashable, func: str) -> NDArray[np.int64]:
     """Each record's index in ``cats``; refuses values outside them (and missing values)."""
     pd = sys.modules.get("pandas")
-    values = np.asarray(column) if isinstance(column, np.ndarray) or (
-        pd is not None and isinstance(column, pd.Series)
-        and isinstance(column.dtype, np.dtype)) else None
-    if values is not None and values.dtype.kind in "iu" and _small_ints(cats):
-        codes = _int_codes(values, cats)
-    elif pd is not None and isinstance(column, pd.Series) \
+    if pd is not None and isinstance(column, pd.Series) and isinstance(column.dtype, np.dtype) \
+            and column.dtype.kind in "iu":
+        column = column.to_numpy()           # integers: category_codes' lookup table
+    if pd is not None and isinstance(column, pd.Series) \
             and not isinstance(column.dtype, pd.CategoricalDtype):
         # pandas' hash lookup (no Python call per record)
         codes = pd.Index(cats, tupleize_cols=False).get_indexer(column)
@@ -351,24 +349,6 @@ def _codes(column: object, cats: list[Any], name: Hashable, func: str) -> NDArra
                          f"missing values, in column {name!r} (the first at record "
                          f"{outside[0]}). Add them to the column's public categories, or "
                          "drop those records first.")
-    return codes
-
-
-def _small_ints(cats: list[Any]) -> bool:
-    """Integer categories spanning at most 2**16 values (read through a lookup table)."""
-    return all(isinstance(c, numbers.Integral) and not isinstance(c, (bool, np.bool_))
-               for c in cats) and max(cats) - min(cats) < 2**16
-
-
-def _int_codes(values: NDArray[Any], cats: list[Any]) -> NDArray[np.int64]:
-    """Codes of integer values in integer categories by a lookup table: one pass, no
-    hashing; -1 outside."""
-    lo = int(min(cats))
-    table = np.full(int(max(cats)) - lo + 2, -1, dtype=np.int64)    # last entry: outside
-    table[np.asarray(cats, dtype=np.int64) - lo] = np.arange(len(cats))
-    index = np.subtract(values, lo, dtype=np.int64)
-    np.clip(index, -1, table.size - 1, out=index)      # below: -1, above: the last entry
-    codes: NDArray[np.int64] = table[index]
     return codes
 
 
