@@ -1,5 +1,26 @@
 """The release path: how every mechanism and sampler reaches a kernel.
 
+Every release moves through three phases, in this order and once each:
+
+1. *check* -- the mechanism checks its arguments and data, and builds a :class:`Release`,
+   which resolves and checks the accountant, the generator and the thread count. Nothing is
+   charged or drawn; anything that can fail for bad input, a missing file permission or an
+   unpayable budget fails here (:meth:`Release.affordable` asks the budget without paying).
+2. *charge* -- :meth:`Release.charge` spends the release's cost (durably, with a ledger) and
+   only then hands out the release's key: 256 bits drawn from the generator, the only
+   randomness of the release (cell-addressed noise: any piece of the release is a function
+   of the key and the cells' positions). A release is charged at most once; a resumed
+   release (an interrupted file release, under its journal's key) is charged through
+   :meth:`Release.charge_resumed`, which pays unless the ledger proves the interrupted
+   charge paid for that very key.
+3. *draw* -- the kernels draw under that key (or, for one-call releases, from the generator
+   the charge unlocked), and the mechanism post-processes.
+
+:func:`release` is the same three phases for a release made of one kernel call, written out
+inline because small calls are dominated by such overheads. No code outside this module
+calls ``spend``. A :class:`Release` carries a key: it is owned state, thread-safe, and
+refuses ``copy``, ``deepcopy`` and pickle.
+
 A mechanism checks all of its arguments (the data, its privacy parameters, any ``out=``
 array: dtype, byte order, shape, writability), allocates its output, and hands one kernel
 call to :func:`release`. That resolves the accountant, the generator and the thread count
@@ -15,8 +36,12 @@ for a release made of several kernel calls, a Python function with the same sign
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
 from typing import TYPE_CHECKING
 
+from . import _native
 from ._native import CHUNK, ChaCha20
 from .accounting import Accountant, AccountantLike, resolve_accountant
 from .rng import resolve_rng, resolve_threads
@@ -29,7 +54,113 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["draw", "release"]
+__all__ = ["Release", "draw", "release", "key_digest", "ledger_path"]
+
+
+class Release:
+    """One release of the mechanism ``func`` costing (``epsilon``, ``delta``): the accountant
+    (None: the default one), the generator (``rng``) and the thread count (for ``size``
+    elements drawn) resolved and checked at construction, before anything is charged."""
+
+    __slots__ = ("func", "epsilon", "delta", "accountant", "generator", "threads", "_key",
+                 "_lock")
+
+    def __init__(self, func: str, accountant: AccountantLike | None, epsilon: float,
+                 delta: float, rng: RngLike, threads: int | None = None,
+                 size: int | None = None) -> None:
+        self.func = func
+        self.epsilon = epsilon
+        self.delta = delta
+        self.accountant = resolve_accountant(accountant, func)
+        self.generator = resolve_rng(rng, func)
+        self.threads = resolve_threads(threads, func, size)
+        self._key: _native.Key | None = None
+        self._lock = threading.Lock()       # one charge, one key, whatever the threads
+
+    def affordable(self) -> bool:
+        """Whether the accountant can pay for the release now (nothing is spent)."""
+        return self.accountant.check(self.epsilon, self.delta)
+
+    @property
+    def charged(self) -> bool:
+        return self._key is not None
+
+    def charge(self, label: str | None = None, *, commit: bool = False) -> _native.Key:
+        """Spend the release's cost, then draw and return its key (raises
+        :class:`dpfast.BudgetExceededError`, drawing nothing, if the budget cannot pay).
+
+        With ``commit``, the charge's label carries a digest of the key it hands out (a
+        one-way function of the key: it reveals nothing of the noise), so that a resumed
+        release can prove from the ledger that this charge paid for its key
+        (:meth:`charge_resumed`). The digest is of the key the generator will give; if
+        another thread draws from the generator in between, the key differs, the commitment
+        is void and a resume is charged again (never less)."""
+        with self._lock:
+            self._before_charge()
+            text = label or self.func
+            if commit:
+                peek = _native.ChaCha20(0)
+                peek.state = self.generator.state       # the same stream, not advanced
+                text = f"{text} [release {key_digest(bytes(_native.Key(peek)))}]"
+            self.accountant.spend(self.epsilon, self.delta, label=text)
+            self._key = _native.Key(self.generator)
+            return self._key
+
+    def charge_resumed(self, key: bytes, charged_in: str | None) -> _native.Key:
+        """The key of an interrupted release being completed (``key``, from its journal),
+        after paying for it -- unless its charge provably stands: made in the durable ledger
+        ``charged_in``, which is this release's ledger, by a charge of the same cost whose
+        label commits to this very key (:meth:`charge` with ``commit``). A journal written
+        by hand, naming the ledger and a key of its author's choosing, finds no such charge
+        and pays."""
+        with self._lock:
+            self._before_charge()
+            if not (charged_in is not None and charged_in == ledger_path(self.accountant)
+                    and self._committed_in_ledger(key)):
+                self.accountant.spend(self.epsilon, self.delta,
+                                      label=f"{self.func} (completing an interrupted release)")
+            self._key = _native.Key.from_bytes(key)
+            return self._key
+
+    def _committed_in_ledger(self, key: bytes) -> bool:
+        """Whether the ledger holds a charge of this release's cost committed to ``key``."""
+        root = self.accountant if isinstance(self.accountant, Accountant) \
+            else self.accountant._acct
+        tag = f"[release {key_digest(key)}]"
+        return any(isinstance(e.label, str) and e.label.endswith(tag)
+                   and (e.epsilon, e.delta) == (self.epsilon, self.delta)
+                   for e in root.ledger)
+
+    @property
+    def key(self) -> _native.Key:
+        """The key handed out by the charge (RuntimeError before it)."""
+        if self._key is None:
+            raise RuntimeError(f"{self.func}: a release's key exists only after its charge.")
+        return self._key
+
+    def _before_charge(self) -> None:
+        if self._key is not None:
+            raise RuntimeError(f"{self.func}: a release is charged once.")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("A dpfast release holds its key and is not copied or pickled.")
+
+    def __copy__(self) -> Release:
+        raise TypeError("A dpfast release holds its key and is not copied or pickled.")
+
+    def __deepcopy__(self, memo: object) -> Release:
+        raise TypeError("A dpfast release holds its key and is not copied or pickled.")
+
+
+def key_digest(key: bytes) -> str:
+    """A one-way digest of a release's key (32 hex digits): what a ledger records of it."""
+    return hashlib.blake2b(key, digest_size=16, person=b"dpfast-release").hexdigest()
+
+
+def ledger_path(accountant: AccountantLike) -> str | None:
+    """The real path of the durable ledger behind ``accountant`` (None: in memory)."""
+    root = accountant if isinstance(accountant, Accountant) else accountant._acct
+    return os.path.realpath(root.ledger_path) if root.ledger_path is not None else None
 
 
 def draw(func: str, rng: RngLike, threads: int | None, size: int,
