@@ -115,3 +115,110 @@ def test_bad_workloads_and_inputs_are_refused_by_name():
         wl.Prefixes(2).answer(np.ma.masked_array([1.0, 2.0], mask=[True, False]))
     with pytest.raises(ValueError, match="answers"):
         wl.Ranges(10**5).answer(np.zeros(10**5))         # 5e9 answers: not materialized
+
+
+# -- Explicit keeps a canonical copy of a sparse matrix -----------------------------------
+def duplicated_csr(entry=0.6, copies=2):
+    """A 2 x 3 CSR matrix whose entry (0, 0) is stored ``copies`` times (scipy allows it:
+    ``W x`` then counts it ``copies`` times)."""
+    data = np.full(copies, entry)
+    m = sp.csr_matrix((data, np.zeros(copies, dtype=np.int32),
+                       np.array([0, copies, copies], dtype=np.int32)), shape=(2, 3))
+    assert not m.has_canonical_format
+    return m
+
+
+def test_duplicate_sparse_entries_are_summed_before_the_check():
+    m = duplicated_csr(0.6)                     # effective entry 1.2: not a linear query
+    assert (m @ np.array([1.0, 0, 0]))[0] == pytest.approx(1.2)
+    with pytest.raises(ValueError, match=r"'matrix'.*an entry above 1 at position \(0, 0\)"):
+        wl.Explicit(m)
+    fifty = duplicated_csr(1.0, copies=50)      # 50 copies of 1: effective entry 50
+    with pytest.raises(ValueError, match=r"an entry above 1 at position \(0, 0\)"):
+        wl.Explicit(fifty)
+    assert not fifty.has_canonical_format and fifty.nnz == 50     # the caller's, untouched
+
+
+def test_duplicates_summing_into_range_give_the_summed_workload():
+    m = duplicated_csr(0.3)                     # 0.3 + 0.3 = 0.6
+    w = wl.Explicit(m)
+    assert w.matrix.has_canonical_format and w.matrix.nnz == 1
+    assert w.query(0)[0] == pytest.approx(0.6) and w.sensitivity == pytest.approx(0.6)
+    np.testing.assert_allclose(w.answer([1.0, 2.0, 3.0]), m @ [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc", "bsr", "dia", "lil", "dok"])
+@pytest.mark.parametrize("array", [False, True], ids=["matrix", "array"])
+def test_every_sparse_format_is_checked_in_canonical_form(fmt, array):
+    dense = np.array([[0.0, 1.0, 0.5], [2.0, 0.0, 0.0]])      # 2.0 at (1, 0)
+    make = sp.coo_array if array else sp.coo_matrix
+    m = make(dense).asformat(fmt)
+    with pytest.raises(ValueError, match=r"an entry above 1 at position \(1, 0\)"):
+        wl.Explicit(m)
+    good = make(dense / 2).asformat(fmt)
+    w = wl.Explicit(good)
+    np.testing.assert_allclose(w.query(1), [1.0, 0, 0])
+    assert w.sensitivity == pytest.approx(1.0)
+
+
+def test_integer_duplicates_are_summed_in_float64_not_wrapped():
+    # int8: 128 copies... two entries of -128 sum to -256, which int8 wraps to 0.
+    m = sp.coo_matrix((np.array([-128, -128], dtype=np.int8), ([0, 0], [1, 1])), shape=(1, 2))
+    with pytest.raises(ValueError, match=r"a negative entry at position \(0, 1\)"):
+        wl.Explicit(m)
+    big = sp.coo_matrix((np.array([2**62, 2**62, 2**62, 2**62], dtype=np.int64),
+                         ([0] * 4, [0] * 4)), shape=(1, 1))     # 2^64 wraps to 0 in int64
+    with pytest.raises(ValueError, match=r"an entry above 1 at position \(0, 0\)"):
+        wl.Explicit(big)
+
+
+def test_explicit_zeros_are_dropped_and_the_callers_matrix_is_never_reached():
+    m = sp.csr_matrix((np.array([0.0, 0.5]), np.array([0, 2]), np.array([0, 2])),
+                      shape=(1, 3))
+    w = wl.Explicit(m)
+    assert w.matrix.nnz == 1 and m.nnz == 2
+    m.data[1] = 7.0                              # a later edit of the caller's matrix
+    assert w.query(0).tolist() == [0.0, 0.0, 0.5] and w.sensitivity == 0.5
+    with pytest.raises(ValueError):
+        w.matrix.data[0] = 1.0                   # the workload's copy is read-only
+    dense = np.array([[0.5, 0.25]])
+    wd = wl.Explicit(dense)
+    dense[0, 0] = 9.0
+    assert wd.query(0).tolist() == [0.5, 0.25]
+    with pytest.raises(ValueError):
+        wd.matrix[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("dtype", [bool, complex, object])
+def test_boolean_complex_and_object_entries_are_refused(dtype):
+    if dtype is not object:                     # scipy.sparse has no object dtype
+        with pytest.raises(TypeError, match="'matrix'.*sparse matrix of (boolean|complex)"):
+            wl.Explicit(sp.csr_matrix(np.eye(2, dtype=dtype)))
+    with pytest.raises(TypeError, match="'matrix'"):
+        wl.Explicit(np.eye(2, dtype=dtype))
+
+
+def test_a_bad_entry_is_described_by_kind_and_position_never_by_value():
+    secret = 0.987654321 * 41
+    for bad, kind in ((secret, "an entry above 1"), (-secret, "a negative entry"),
+                      (np.nan, "a NaN"), (np.inf, "an infinite entry")):
+        dense = np.zeros((3, 4))
+        dense[2, 1] = bad
+        for m in (dense, sp.csr_matrix(dense)):
+            with pytest.raises(ValueError) as info:
+                wl.Explicit(m)
+            assert f"{kind} at position (2, 1)" in str(info.value)
+            assert "40.49" not in str(info.value) and "-40" not in str(info.value)
+
+
+def test_only_the_trusted_workload_types_pass_check_trusted():
+    for w in SMALL:
+        wl.check_trusted(w, "workload", "mwem")
+
+    class Louder(wl.Identity):
+        def _answer(self, x):
+            return 50 * x
+    with pytest.raises(TypeError, match="'workload' parameter of mwem.*not a subclass"):
+        wl.check_trusted(Louder(4), "workload", "mwem")
+    with pytest.raises(TypeError, match="Workload"):
+        wl.check_trusted(wl.Workload(), "workload", "mwem")

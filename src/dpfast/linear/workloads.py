@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["Workload", "Identity", "Prefixes", "Ranges", "Rectangles", "Marginals",
-           "Conjunctions", "Explicit", "MAX_ANSWERS"]
+           "Conjunctions", "Explicit", "MAX_ANSWERS", "TRUSTED",
+           "check_trusted"]
 
 # answer() materializes every answer; beyond this many, use the workload's own methods
 # (range_sums of a tree release, for instance).
@@ -419,7 +420,15 @@ def _zeta_adjoint(g: NDArray[np.float64], d: int) -> NDArray[np.float64]:
 
 class Explicit(Workload):
     """Any query matrix, dense or scipy.sparse, with entries in [0, 1]: one query per row,
-    one column per cell of ``domain`` (default: 1-D, one cell per column)."""
+    one column per cell of ``domain`` (default: 1-D, one cell per column).
+
+    The workload keeps its own canonical, read-only float64 copy of the matrix (``matrix``):
+    a dense array, or a CSR matrix whose duplicate entries are summed (a sparse entry given
+    twice counts twice in ``W x``, so its effective value is the sum), indices sorted and
+    explicit zeros dropped. The [0, 1] check and the sensitivity are computed on that copy;
+    the caller's matrix is never modified, and later changes to it do not reach the
+    workload. Boolean, complex and object entries are refused (``TypeError``).
+    """
 
     def __init__(self, matrix: Any, domain: Sequence[int] | None = None):
         func = "Explicit"
@@ -427,23 +436,23 @@ class Explicit(Workload):
             import scipy.sparse as sp
         except ImportError:                          # pragma: no cover - scipy is optional
             sp = None
+        m: Any
         if sp is not None and sp.issparse(matrix):
-            m = sp.csr_matrix(matrix, dtype=np.float64)
-            values = m.data
+            m = _canonical_sparse(matrix, func)
+            rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+            _check_entries(m.data, lambda k: (int(rows[k]), int(m.indices[k])), func)
         else:
-            m = _v.as_array(matrix, "matrix", func)
-            if m.ndim != 2:
+            arr = _v.as_array(matrix, "matrix", func)
+            if arr.ndim != 2:
                 raise ValueError(f"The 'matrix' parameter of {func} must be 2-D (queries by "
-                                 f"cells). Got {_v.describe(m)} instead.")
-            m, _ = _v.check_data(m, "matrix", func)
-            m = np.asarray(m, dtype=np.float64)
-            values = m
-        if values.size and not (np.all(np.isfinite(values)) and values.min() >= 0
-                                and values.max() <= 1):
-            raise ValueError(f"The 'matrix' parameter of {func} must have entries in [0, 1] "
-                             f"(linear queries; rescale larger ones and their sensitivity "
-                             f"yourself). Got entries in [{values.min()!r}, "
-                             f"{values.max()!r}] instead.")
+                                 f"cells). Got {_v.describe(arr)} instead.")
+            if arr.dtype.kind not in "iuf":
+                raise TypeError(f"The 'matrix' parameter of {func} must hold real numbers "
+                                f"(integer or floating). Got {_v.describe(arr)} instead.")
+            m = np.array(arr, dtype=np.float64, order="C")     # always our own copy
+            _check_entries(m.ravel(), lambda k: tuple(
+                int(i) for i in np.unravel_index(k, m.shape)), func)
+            m.flags.writeable = False
         self.matrix = m
         self.n_queries = int(m.shape[0])
         self.domain = _domain(domain if domain is not None else (m.shape[1],), func)
@@ -456,3 +465,83 @@ class Explicit(Workload):
 
     def _adjoint(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(self.matrix.T @ y, dtype=np.float64).ravel()
+
+
+def _canonical_sparse(matrix: Any, func: str) -> Any:
+    """A scipy.sparse matrix or array of any format as a new canonical float64 CSR matrix
+    with read-only buffers: duplicates summed, indices sorted, explicit zeros dropped.
+
+    The entries are cast to float64 before anything is summed: COO and CSR sum duplicates
+    in the input's dtype, where two int8 entries of 128 wrap to 0 and big integers wrap
+    too. The matrix is rebuilt from its coordinates, so that a stale canonical-format flag
+    on the caller's object (set, then its index arrays edited in place) is never trusted.
+    """
+    import scipy.sparse as sp
+
+    kind = np.dtype(matrix.dtype).kind
+    if kind not in "iuf":
+        what = {"b": "boolean", "c": "complex", "O": "object"}.get(kind, str(matrix.dtype))
+        raise TypeError(f"The 'matrix' parameter of {func} must hold real numbers (integer "
+                        f"or floating). Got a sparse matrix of {what} entries instead.")
+    coo = sp.coo_matrix(matrix)          # a view or a new COO: its arrays are only read
+    shape = (int(coo.shape[0]), int(coo.shape[1]))
+    data = np.array(coo.data, dtype=np.float64)
+    row = np.array(coo.row, dtype=np.int64)
+    col = np.array(coo.col, dtype=np.int64)
+    # CSR from COO coordinates: duplicates are summed here, in float64.
+    m = sp.csr_matrix((data, (row, col)), shape=shape)
+    m.sum_duplicates()
+    m.sort_indices()
+    m.eliminate_zeros()
+    for buf in (m.data, m.indices, m.indptr):
+        buf.flags.writeable = False
+    return m
+
+
+def _check_entries(values: NDArray[np.float64], position: Any, func: str) -> None:
+    """Every entry finite and in [0, 1]; the first bad one described by kind and position
+    (``position(k)`` of flat index ``k``), never by value."""
+    if not values.size:
+        return
+    bad = ~((values >= 0) & (values <= 1))          # NaN compares false: bad too
+    if not bad.any():
+        return
+    k = int(np.argmax(bad))
+    v = float(values[k])
+    kind = ("a NaN" if math.isnan(v) else "an infinite entry" if math.isinf(v)
+            else "a negative entry" if v < 0 else "an entry above 1")
+    raise ValueError(f"The 'matrix' parameter of {func} must have entries in [0, 1] (linear "
+                     "queries; rescale larger ones and their sensitivity yourself). Got "
+                     f"{kind} at position {position(k)} instead.")
+
+
+#: The workload classes whose answers dpfast computes itself, from their structure or a
+#: checked canonical matrix. Releases that calibrate noise to a workload's rows (MWEM and
+#: PMW use :func:`check_trusted`) accept exactly these types: a subclass can override
+#: ``_answer`` or ``_adjoint`` and answer queries of any size under a sensitivity of 1.
+TRUSTED = (Identity, Prefixes, Ranges, Rectangles, Marginals, Conjunctions, Explicit)
+
+
+def check_trusted(workload: object, name: str, func: str) -> None:
+    """Refuse (``TypeError``) a workload whose type is not exactly one of :data:`TRUSTED`.
+
+    Parameters
+    ----------
+    workload : object
+        The workload given to ``func``.
+    name : str
+        The parameter's name, for the message.
+    func : str
+        The function's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        When ``type(workload)`` is not in ``TRUSTED`` (a subclass is refused too: its
+        answers are what the noise is calibrated for).
+    """
+    if type(workload) not in TRUSTED:
+        names = ", ".join(f"workloads.{t.__name__}" for t in TRUSTED)
+        raise TypeError(f"The {name!r} parameter of {func} must be one of {names}: not a "
+                        "subclass: its answers are what the noise is calibrated for. Got "
+                        f"{type(workload).__name__} instead.")
