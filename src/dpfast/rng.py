@@ -91,12 +91,13 @@ def resolve_rng(rng: RngLike, func: str) -> ChaCha20:
         return ChaCha20(rng)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         if rng < 0:
+            # A seed is a key: anyone who reads it can subtract the noise.
             raise ValueError(f"The 'rng' parameter of {func} must be a non-negative seed. "
-                             f"Got {rng!r} instead.")
+                             "Got a negative int instead.")
         return ChaCha20(int(rng))
     raise TypeError(f"The 'rng' parameter of {func} must be None, a seed (int), a "
                     "dpfast.ChaCha20 or a numpy Generator over one. "
-                    f"Got {rng!r} instead.")
+                    f"Got {_v.describe(rng)} instead.")
 
 
 def default_threads() -> int:

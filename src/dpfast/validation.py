@@ -1,15 +1,26 @@
 """Argument checks shared by every public function.
 
 Each check runs before anything is charged to an accountant or drawn from a generator, and
-its message names the function, the parameter, the rule and the value received, e.g.
+its message names the function, the parameter and the rule, e.g.
 ``The 'epsilon' parameter of laplace_mechanism must be a float in (0, inf). Got -1.0 instead.``
 Non-numbers raise ``TypeError``; numbers outside the allowed set (including NaN, infinities
 and ``-0.0`` where a positive value is needed) raise ``ValueError``.
+
+**Errors describe data by kind and position, never by value.** Messages end up in logs,
+tracebacks and bug reports that are not protected by the privacy guarantee, so a message may
+show a *public parameter* as received (epsilon, delta, sensitivity, scale, bins, range, k,
+rounds, threads, a method name, a shape or a size), but a *data argument* — records, counts,
+utilities, scores, values, labels or categories from the data, and anything derived from them
+(a sum, a maximum, the offending entry) — only by what it is and where: "an array of dtype
+float64 and shape (3, 2)" (:func:`describe`), "an entry at index (1, 0) is NaN"
+(:func:`entry_at`). A seed is a key and is described, never shown. Use :func:`fail_data`
+for a data argument where :func:`_fail` would print a parameter.
 """
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,35 +48,206 @@ __all__ = [
     "check_data",
     "as_array",
     "describe",
+    "position",
+    "entry_at",
+    "fail_data",
 ]
 
 
 def _fail(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
+    """An error for a *public parameter* (shown as received); see :func:`fail_data`."""
     return exc(f"The {name!r} parameter of {func} must be {rule}. Got {value!r} instead.")
 
 
+def fail_data(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
+    """An error for a *data argument*: as :func:`_fail`, with the value described by kind,
+    dtype and shape (:func:`describe`), never shown."""
+    return exc(f"The {name!r} parameter of {func} must be {rule}. Got {describe(value)} "
+               "instead.")
+
+
+def _article(text: str) -> str:
+    return f"an {text}" if text[:1].lower() in "aeio" else f"a {text}"
+
+
+def _module(value: object) -> str:
+    return type(value).__module__.partition(".")[0]
+
+
 def describe(value: object) -> str:
-    """A data argument in an error message: an array or sequence by its dtype and shape
-    (its repr would print the records, or a truncated dump of them), anything else by its
-    repr."""
+    """A data argument in an error message by kind, dtype and shape only, never its values:
+    "an array of dtype float64 and shape (3, 2)", "a pandas Series of dtype object and
+    length 4", "a list of 3 items", "a str of 12 characters", "a float", "a NaN"."""
     if isinstance(value, np.ndarray):
-        return f"an array of dtype {value.dtype} and shape {value.shape}"
-    if isinstance(value, (list, tuple)):
-        return f"a {type(value).__name__} of {len(value)} items"
-    return repr(value)
+        kind = "masked array" if isinstance(value, np.ma.MaskedArray) else "array"
+        return f"{_article(kind)} of dtype {value.dtype} and shape {value.shape}"
+    if value is None:
+        return "None"
+    if isinstance(value, (bool, np.bool_)):
+        return "a bool"
+    if isinstance(value, numbers.Real):
+        if isinstance(value, numbers.Integral):
+            return "a numpy integer" if isinstance(value, np.generic) else "an int"
+        x = float(value)
+        if math.isnan(x):
+            return "a NaN"
+        if math.isinf(x):
+            return "an infinity"
+        return "a numpy float" if isinstance(value, np.generic) else "a float"
+    if isinstance(value, numbers.Complex):
+        return "a complex number"
+    if isinstance(value, str):
+        return f"a str of {len(value)} characters"
+    if isinstance(value, (bytes, bytearray)):
+        return f"{_article(type(value).__name__)} of {len(value)} bytes"
+    module, name = _module(value), type(value).__name__
+    if module == "pyarrow" and hasattr(value, "type") and hasattr(value, "null_count"):
+        chunks = getattr(value, "num_chunks", None)
+        where = f" in {chunks} chunks" if chunks is not None else ""
+        arrow: Any = value
+        return f"a pyarrow {name} of type {arrow.type} and length {len(arrow)}{where}"
+    if module in ("pandas", "dask", "xarray", "cupy", "polars"):
+        dtype = getattr(value, "dtype", None)
+        shape = getattr(value, "shape", None)
+        parts = [f"dtype {dtype}"] if dtype is not None else []
+        if shape is not None:
+            parts.append(f"shape {tuple(shape)}")
+        return f"a {module} {name}" + (f" of {' and '.join(parts)}" if parts else "")
+    if isinstance(value, (list, tuple, set, frozenset, range)):
+        return f"{_article(name)} of {len(value)} items"
+    if isinstance(value, Mapping):
+        return f"{_article(name)} of {len(value)} entries"
+    if isinstance(value, type):
+        return f"the class {value.__qualname__}"
+    if callable(value):
+        return f"a callable ({name})"
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return f"{_article(name)} of dtype {value.dtype} and shape {value.shape}"
+    if hasattr(value, "__len__"):
+        try:
+            return f"{_article(name)} of length {len(value)}"
+        except Exception:       # a __len__ that fails says nothing about the values either
+            pass
+    return _article(name)
 
 
-def as_array(value: object, name: str, func: str) -> NDArray[Any]:
+def position(index: int | Sequence[int]) -> str:
+    """Where an entry is, for a message: "index 3", "index (3, 1)"."""
+    if isinstance(index, (int, np.integer)):
+        return f"index {int(index)}"
+    idx = tuple(int(i) for i in index)
+    return f"index {idx[0]}" if len(idx) == 1 else f"index {idx}"
+
+
+def first_index(mask: NDArray[np.bool_]) -> tuple[int, ...]:
+    """Index (a tuple, one int per axis) of the first True entry of a non-empty mask."""
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+
+
+def entry_at(mask: NDArray[np.bool_], what: str) -> str:
+    """The first entry the mask marks, by position: "an entry at index (1, 0) is NaN"
+    ("a value that is NaN" for a 0-d array: a scalar has no position)."""
+    if mask.ndim == 0:
+        return f"a value that {what}"
+    return f"an entry at {position(first_index(mask))} {what}"
+
+
+def _nonfinite(arr: NDArray[Any]) -> str:
+    """Where the first NaN or infinity of a float array is, and which it is (no value)."""
+    bad = ~np.isfinite(arr)
+    idx = first_index(bad) if arr.ndim else ()
+    return entry_at(bad, "is NaN" if np.isnan(arr[idx]) else "is infinite")
+
+
+class _Holder:
+    """Owner of foreign memory (an Arrow buffer, a bytes object) seen by numpy through
+    ``__array_interface__``, with ``base = None``: the ``.base`` chain of an array from
+    :func:`as_array` ends here, at an object that has ``.base``, like numpy's own."""
+
+    __slots__ = ("__array_interface__", "base", "_keep")
+
+    def __init__(self, arr: NDArray[Any]) -> None:
+        self.__array_interface__ = arr.__array_interface__
+        self.base = None
+        self._keep = arr            # keeps the memory alive as long as the array lives
+
+
+def _own_base(arr: NDArray[Any]) -> NDArray[Any]:
+    """``arr``, or a view of the same memory whose ``.base`` chain ends in ``None`` when
+    numpy's ends at a foreign object without ``.base`` (pyarrow, bytes): code that walks the
+    chain (looking for a memory map) may then rely on ``.base``."""
+    b: Any = arr.base
+    while isinstance(b, np.ndarray):
+        if isinstance(b, np.memmap):
+            return arr
+        b = b.base
+    if b is None or hasattr(b, "base"):
+        return arr
+    return np.asarray(_Holder(arr))
+
+
+def _from_arrow(value: Any, name: str, func: str, categories: bool) -> NDArray[Any]:
+    """A pyarrow Array or ChunkedArray as numpy (numeric: no copy, read-only), or, for
+    categories, strings as an object array. Nulls are refused
+    naming their position; other types are refused naming the argument."""
+    import pyarrow as pa
+
+    if value.null_count:
+        where = np.flatnonzero(np.asarray(value.is_null()))[0]
+        raise ValueError(f"The {name!r} parameter of {func} must not contain nulls. Got "
+                         f"{describe(value)} with a null at {position(int(where))} instead.")
+    t = value.type
+    chunks = value.chunks if isinstance(value, pa.ChunkedArray) else [value]
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        if len(chunks) == 1:
+            arr = chunks[0].to_numpy(zero_copy_only=True)
+        elif not chunks:
+            arr = np.empty(0, dtype=t.to_pandas_dtype())
+        else:
+            arr = np.concatenate([c.to_numpy(zero_copy_only=True) for c in chunks])
+            arr.flags.writeable = False
+        return _own_base(arr)
+    if pa.types.is_boolean(t):      # bit-packed in Arrow: numpy needs a byte per value
+        arr = np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks]) \
+            if chunks else np.empty(0, dtype=bool)
+        arr.flags.writeable = False
+        return arr
+    if categories and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return np.asarray(value.to_pylist(), dtype=object)
+    rule = ("numeric, boolean, string or dictionary-encoded values" if categories
+            else "numeric (integer or real floating) or boolean data")
+    raise TypeError(f"The {name!r} parameter of {func} must be {rule}. Got "
+                    f"{describe(value)} instead.")
+
+
+def is_arrow(value: object) -> bool:
+    """Whether ``value`` is a pyarrow Array or ChunkedArray (pyarrow is not imported)."""
+    return _module(value) == "pyarrow" and hasattr(value, "null_count") \
+        and hasattr(value, "type")
+
+
+def as_array(value: object, name: str, func: str, *, categories: bool = False) -> NDArray[Any]:
     """A data argument as a numpy array (no copy of an array), refusing what numpy would
     silently misread: a masked array (``np.asarray`` drops the mask and every value would
-    be released) and ragged nested lists (error naming the argument, not numpy's)."""
+    be released) and ragged nested lists (error naming the argument, not numpy's).
+
+    A pyarrow Array or ChunkedArray is read without a copy when numeric (read-only; one
+    chunk), booleans unpacked; nulls raise ValueError naming the first one's position and
+    other types TypeError, except that strings and dictionary-encoded values are accepted
+    where ``categories`` is true. The result's ``.base`` chain ends in ``None`` or a numpy
+    memory map, never at an object without ``.base``.
+    """
+    if type(value) is np.ndarray:
+        return value if value.base is None else _own_base(value)
     if isinstance(value, np.ma.MaskedArray):
         raise TypeError(f"The {name!r} parameter of {func} must not be a masked array: its "
                         "mask would be ignored and the masked values released. Drop or fill "
                         "the masked entries first (value.compressed() or value.filled(x)). "
                         f"Got {describe(value)} instead.")
+    if is_arrow(value):
+        return _from_arrow(value, name, func, categories)
     try:
-        return np.asarray(value)
+        arr = np.asarray(value)
     except ValueError:
         # numpy: "setting an array element with a sequence ... inhomogeneous shape"
         raise ValueError(f"The {name!r} parameter of {func} must be a rectangular array: "
@@ -74,6 +256,7 @@ def as_array(value: object, name: str, func: str) -> NDArray[Any]:
     except (TypeError, OverflowError):
         raise TypeError(f"The {name!r} parameter of {func} must be numeric (integer or real "
                         f"floating) data. Got {describe(value)} instead.") from None
+    return arr if arr.base is None else _own_base(arr)
 
 
 def check_real(value: object, name: str, func: str, *, low: float = 0.0,
@@ -166,8 +349,8 @@ def check_histogram(counts: object, name: str, func: str) -> NDArray[np.int64] |
     non-negative."""
     data, _ = check_data(counts, name, func)
     if data.size and value_range(data)[0] < 0:
-        raise ValueError(f"The {name!r} parameter of {func} must be non-negative. Got an "
-                         f"entry {data.min().item()!r} instead.")
+        raise ValueError(f"The {name!r} parameter of {func} must be non-negative. Got "
+                         f"{entry_at(data < 0, 'is negative')} instead.")
     return data
 
 
@@ -270,24 +453,24 @@ def check_data(value: object, name: str,
             isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
             for v in arr.flat):
         # Python ints in an object array: fine if they fit int64, else name one that does not.
-        bad = next((v for v in arr.flat if not -2**63 <= v < 2**63), None)
+        bad = next((i for i, v in enumerate(arr.flat) if not -2**63 <= v < 2**63), None)
         if bad is None:
             return np.asarray(arr, dtype=np.int64, order="C"), True
+        mask = np.zeros(arr.shape, dtype=bool)
+        mask.flat[bad] = True
         raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
-                         f"Got an entry {bad!r} instead.")
+                         f"Got {entry_at(mask, 'is outside int64')} instead.")
     if kind in "iu":
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-            bad = arr.flat[int(np.argmax(arr))]
-            raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
-                             f"Got an entry {bad!r} instead.")
+            raise ValueError(f"The {name!r} parameter of {func} must fit in int64. Got "
+                             f"{entry_at(arr > np.iinfo(np.int64).max, 'is outside int64')} "
+                             "instead.")
         return np.asarray(arr, dtype=np.int64, order="C"), True
     if kind == "f":
         arr = np.asarray(arr, dtype=np.float64, order="C")
         if not _all_finite(arr):
-            finite = np.isfinite(arr)
-            idx = tuple(int(i) for i in np.unravel_index(int(np.argmin(finite)), arr.shape))
             raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
-                             f"infinity. Got {arr[idx]!r} at index {idx} instead.")
+                             f"infinity. Got {_nonfinite(arr)} instead.")
         return arr, False
     raise TypeError(f"The {name!r} parameter of {func} must be {rule}, not dtype "
                     f"{arr.dtype}. Got {describe(value)} instead.")
@@ -318,9 +501,8 @@ def check_records(value: object, name: str, func: str, flatten: bool = True) -> 
     data, _ = _numeric_array(value, name, func, keep=_native.RECORD_DTYPES)
     flat = data.reshape(-1) if flatten else data
     if flat.dtype.kind == "f" and not _all_finite(flat):
-        bad = flat.reshape(-1)[np.flatnonzero(~np.isfinite(flat.reshape(-1)))[0]]
         raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or "
-                         f"infinity. Got {bad!r} instead.")
+                         f"infinity. Got {_nonfinite(flat)} instead.")
     return flat
 
 
@@ -335,8 +517,9 @@ def _numeric_array(value: object, name: str, func: str,
         return np.asarray(arr, dtype=native, order="C"), kind in "iu"
     if kind in "iu":
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-            raise ValueError(f"The {name!r} parameter of {func} must fit in int64. "
-                             f"Got an entry {arr.max()!r} instead.")
+            raise ValueError(f"The {name!r} parameter of {func} must fit in int64. Got "
+                             f"{entry_at(arr > np.iinfo(np.int64).max, 'is outside int64')} "
+                             "instead.")
         return np.asarray(arr, dtype=np.int64, order="C"), True
     if kind == "f":
         return np.asarray(arr, dtype=np.float64, order="C"), False
@@ -367,10 +550,14 @@ def _int_codes(values: NDArray[Any], ints: list[int]) -> NDArray[np.int64]:
 
 def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> NDArray[np.int64]:
     """int64 code per value: its index in `categories`, or -1 for anything else."""
-    index = {c: i for i, c in enumerate(categories)}
-    if len(index) != len(categories):
-        raise ValueError(f"The 'categories' parameter of {func} must not repeat a category. "
-                         f"Got {list(categories)!r} instead.")
+    index: dict[Hashable, int] = {}
+    for i, c in enumerate(categories):
+        if index.setdefault(c, i) != i:
+            raise ValueError(f"The 'categories' parameter of {func} must not repeat a "
+                             f"category. Got {describe(categories)} whose entry at "
+                             f"{position(i)} repeats the one at {position(index[c])} instead.")
+    if is_arrow(values) and _arrow_dictionary(values):
+        return _arrow_codes(values, index, func)
     cat = getattr(values, "cat", None)           # a pandas Series of category dtype
     if cat is not None:
         values = values.array
@@ -378,7 +565,7 @@ def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> ND
         lut = np.array([index.get(c, -1) for c in values.categories] + [-1], dtype=np.int64)
         codes = np.asarray(values.codes, dtype=np.int64)
         return lut[codes]                        # code -1 (missing) reads the trailing -1
-    arr = as_array(values, "values", func).reshape(-1)
+    arr = as_array(values, "values", func, categories=True).reshape(-1)
     ints = _small_ints(categories) if arr.dtype.kind in "iu" else None
     if ints is not None:
         return _int_codes(arr, ints)
@@ -390,3 +577,25 @@ def category_codes(values: Any, categories: Sequence[Hashable], func: str) -> ND
     lut = np.array([index.get(u.item() if hasattr(u, "item") else u, -1) for u in uniq],
                    dtype=np.int64)
     return lut[inverse.reshape(-1)] if uniq.size else np.empty(0, dtype=np.int64)
+
+
+def _arrow_dictionary(values: Any) -> bool:
+    import pyarrow as pa
+    return bool(pa.types.is_dictionary(values.type))
+
+
+def _arrow_codes(values: Any, index: dict[Hashable, int], func: str) -> NDArray[np.int64]:
+    """Codes of dictionary-encoded Arrow values: each chunk's dictionary looked up once, its
+    indices read through that table (no value decoded); nulls refused as by as_array."""
+    import pyarrow as pa
+
+    if values.null_count:
+        as_array(values, "values", func)          # raises, naming the first null
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = []
+    for chunk in chunks:
+        lut = np.array([index.get(c, -1) for c in chunk.dictionary.to_pylist()] + [-1],
+                       dtype=np.int64)
+        parts.append(lut[np.asarray(chunk.indices.to_numpy(zero_copy_only=False),
+                                    dtype=np.int64)])
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)

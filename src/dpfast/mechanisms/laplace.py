@@ -123,15 +123,16 @@ def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
 
 
 def _check_magnitude(data: "NDArray[Any]", limit: float, limit_text: str, func: str) -> None:
-    """ValueError naming the first entry with |entry| > limit (min/max, so that int64's
-    most negative value, whose abs overflows, is caught too)."""
+    """ValueError naming the position of the first entry with |entry| > limit (min/max, so
+    that int64's most negative value, whose abs overflows, is caught too)."""
     if not data.size:
         return
     lo, hi = _v.value_range(data)
     if lo < -limit or hi > limit:
-        bad = lo if lo < -limit else hi
+        # The limit is public (it follows from the scale); the entry beyond it is not.
+        where = _v.entry_at((data < -limit) | (data > limit), "beyond it")
         raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit_text}. "
-                         f"Got {bad!r} instead.")
+                         f"Got {where} instead.")
 
 
 def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = False) -> float:
