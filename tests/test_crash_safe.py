@@ -203,7 +203,7 @@ def test_an_out_of_place_release_into_a_file_resumes_too(tmp_path):
 def test_a_journal_cut_while_starting_is_discarded(tmp_path):
     path = str(tmp_path / "cells.npy")
     table = make_table(path, 1000)
-    with open(path + JOURNAL_SUFFIX, "wb") as f:
+    with os.fdopen(os.open(path + JOURNAL_SUFFIX, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
         f.write(b'start {"func": "noisy_co')           # killed mid-write: no block touched
     dp.noisy_counts(table, epsilon=1.0, out=table, rng=SEED, accountant=dp.Accountant())
     np.testing.assert_array_equal(table, expected(1000))

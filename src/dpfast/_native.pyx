@@ -183,6 +183,7 @@ cdef extern from "counting.h":
         int atomic
     void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind) nogil
     void dpf_count_block(void *task, int64_t block, int slot) noexcept nogil
+    uint64_t dpf_checksum(const void *data, size_t n, uint64_t seed) nogil
 
 
 CHUNK = DPF_CHUNK
@@ -1110,6 +1111,23 @@ def value_range(cnp.ndarray x not None):
     if dtype == DPF_I64 or dtype == DPF_I32:
         return ilo, ihi
     return flo, fhi
+
+
+def checksum(cnp.ndarray x not None, uint64_t seed=0):
+    """A 64-bit checksum of the bytes of a C-contiguous array (see counting.h: detects
+    changed blocks of a file; not a cryptographic hash). The GIL is released for large
+    arrays."""
+    cdef size_t n = cnp.PyArray_NBYTES(x)
+    cdef const void *p = cnp.PyArray_DATA(x)
+    cdef uint64_t h
+    if not cnp.PyArray_IS_C_CONTIGUOUS(x):
+        raise ValueError("checksum needs a C-contiguous array")
+    if n > 1 << 16:
+        with nogil:
+            h = dpf_checksum(p, n, seed)
+    else:
+        h = dpf_checksum(p, n, seed)
+    return h
 
 
 # -- test shims -----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 #include "counting.h"
+#include <string.h>
 
 void dpf_axis_init(dpf_axis *ax, const double *edges, int64_t nbins, int kind)
 {
@@ -181,4 +182,50 @@ void dpf_count_block(void *task_, int64_t block, int slot)
         count_codes((const int64_t *)t->data + lo, n, t->ncells, counts, atomic);
         break;
     }
+}
+
+
+/* -- block checksums ------------------------------------------------------------------------ */
+
+static inline uint64_t dpf_load64(const unsigned char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static inline uint64_t dpf_avalanche(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+uint64_t dpf_checksum(const void *data, size_t n, uint64_t seed)
+{
+    static const uint64_t lane_key[4] = {0x9E3779B185EBCA87ULL, 0xC2B2AE3D27D4EB4FULL,
+                                         0x165667B19E3779F9ULL, 0x85EBCA77C2B2AE63ULL};
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t acc[4] = {seed ^ lane_key[0], seed ^ lane_key[1], seed ^ lane_key[2],
+                       seed ^ lane_key[3]};
+    size_t stripes = n / 32, s;
+    /* XXH3's accumulate step: acc += word + lo32(word ^ key) * hi32(word ^ key). The key of
+     * each word changes with its stripe, so equal stripes at different places differ. */
+    for (s = 0; s < stripes; s++) {
+        uint64_t pos = (uint64_t)s * 0x9E3779B97F4A7C15ULL;
+        for (int l = 0; l < 4; l++) {
+            uint64_t w = dpf_load64(p + 32 * s + 8 * l);
+            uint64_t k = w ^ (lane_key[l] + pos);
+            acc[l] += w + (k & 0xFFFFFFFFULL) * (k >> 32);
+        }
+    }
+    uint64_t h = (uint64_t)n * 0x27D4EB2F165667C5ULL;
+    for (int l = 0; l < 4; l++)
+        h = dpf_avalanche(h ^ dpf_avalanche(acc[l] + lane_key[l]));
+    for (size_t i = 32 * stripes; i < n; i++)       /* the last bytes, one at a time */
+        h = dpf_avalanche(h ^ ((uint64_t)p[i] << 8 | (i & 0xFF)));
+    return h;
 }

@@ -65,6 +65,12 @@ typedef struct {
 
 void dpf_count_block(void *task, int64_t block, int slot);
 
+/* A 64-bit checksum of n bytes, for detecting changed blocks of a file (a journal's record of
+ * what a block held): four multiply-accumulate lanes over 32-byte stripes, each word mixed
+ * with a key that depends on its position, then a final avalanche. Not a cryptographic hash:
+ * it detects accidental change (rewrites, partial writes, moved blocks), not a forger. */
+uint64_t dpf_checksum(const void *data, size_t n, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

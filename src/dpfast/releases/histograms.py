@@ -13,7 +13,6 @@ number of threads.
 """
 import math
 import numbers
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +20,11 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
-from ..accounting import Accountant, resolve_accountant
-from ..rng import resolve_rng, resolve_threads
+from .._release import Release, ledger_path, release
 from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
 from . import postprocess as _post
-from .journal import Journal, backing_file
+from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
+                      unnamed_file_map)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -139,14 +137,13 @@ def _range_pair(value: tuple[float, float], func: str, name: str) -> tuple[float
 
 def _prepare(func: str, epsilon: float, accountant: "AccountantLike | None", rng: "RngLike",
              threads: int | None, postprocess: object, total: object,
-             ) -> "tuple[float, float, AccountantLike, ChaCha20, int]":
-    """The shared arguments of a counting release, checked before anything happens."""
+             ) -> "tuple[float, float, Release]":
+    """The shared arguments of a counting release, checked before anything happens: the
+    release's check phase (the accountant, generator and threads resolved now, before the
+    records are counted)."""
     eps = _v.check_epsilon(epsilon, func)
     scale = _v.check_mechanism_scale(1.0, eps, func, high=MAX_DISCRETE_SCALE)
-    # Resolved (and so checked) now, before the records are counted.
-    acct = resolve_accountant(accountant, func)
-    bitgen = resolve_rng(rng, func)
-    nthreads = resolve_threads(threads, func)
+    rel = Release(func, accountant, eps, 0.0, rng, threads)
     _check_postprocess(postprocess, func)
     if total is not None:
         if postprocess != "consistent":
@@ -154,7 +151,7 @@ def _prepare(func: str, epsilon: float, accountant: "AccountantLike | None", rng
                              f"postprocess='consistent'. Got total={total!r} with "
                              f"postprocess={postprocess!r} instead.")
         _post._check_integer_total(total, func, _post.MAX_TOTAL)
-    return eps, scale, acct, bitgen, nthreads
+    return eps, scale, rel
 
 
 def _check_postprocess(option: object, func: str) -> None:
@@ -164,13 +161,13 @@ def _check_postprocess(option: object, func: str) -> None:
                      f"'consistent' or a callable. Got {option!r} instead.")
 
 
-def _release(func: str, counts: "NDArray[np.int64]", eps: float, scale: float,
-             acct: "AccountantLike", bitgen: "ChaCha20", nthreads: int,
+def _release(counts: "NDArray[np.int64]", scale: float, rel: Release,
              postprocess: "_Postprocess", total: "_Total | None") -> Any:
-    """Charge, noise the exact counts in place, post-process."""
+    """Charge, noise the exact counts in place under the release's key, post-process."""
     flat = counts.reshape(-1)
-    release(func, acct, eps, 0.0, bitgen, nthreads, flat.size, _native.fill_discrete_laplace,
-            flat, scale, flat)
+    key = rel.charge()
+    _native.fill_discrete_laplace(key, rel.threads if flat.size > _native.CHUNK else 1, flat,
+                                  scale, flat)
     return _post.apply(counts, postprocess, total=total)
 
 
@@ -244,10 +241,9 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float
     (dtype('int64'), [0.0, 25.0, 50.0, 75.0, 100.0])
     """
     func = "histogram"
-    eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
-                                                  postprocess, total)
-    counts, edges = histogram_counts(data, bins, range, func, nthreads)
-    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total), edges
+    eps, scale, rel = _prepare(func, epsilon, accountant, rng, threads, postprocess, total)
+    counts, edges = histogram_counts(data, bins, range, func, rel.threads)
+    return _release(counts, scale, rel, postprocess, total), edges
 
 
 def histogram_counts(data: "ArrayLike", bins: "int | ArrayLike", range: Any, func: str,
@@ -313,11 +309,9 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
     (4, 2)
     """
     func = "histogramdd"
-    eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
-                                                  postprocess, total)
-    counts, edges = histogramdd_counts(sample, bins, range, func, nthreads)
-    released = _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
-    return released, edges
+    eps, scale, rel = _prepare(func, epsilon, accountant, rng, threads, postprocess, total)
+    counts, edges = histogramdd_counts(sample, bins, range, func, rel.threads)
+    return _release(counts, scale, rel, postprocess, total), edges
 
 
 def histogramdd_counts(sample: "ArrayLike", bins: Any, range: Any, func: str,
@@ -411,10 +405,9 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
     (4,)
     """
     func = "count_categories"
-    eps, scale, acct, bitgen, nthreads = _prepare(func, epsilon, accountant, rng, threads,
-                                                  postprocess, total)
-    counts = category_counts(values, categories, other, func, nthreads)
-    return _release(func, counts, eps, scale, acct, bitgen, nthreads, postprocess, total)
+    eps, scale, rel = _prepare(func, epsilon, accountant, rng, threads, postprocess, total)
+    counts = category_counts(values, categories, other, func, rel.threads)
+    return _release(counts, scale, rel, postprocess, total)
 
 
 def category_counts(values: "ArrayLike", categories: Any, other: object, func: str,
@@ -424,7 +417,7 @@ def category_counts(values: "ArrayLike", categories: Any, other: object, func: s
             or not hasattr(categories, "__len__"):
         raise TypeError(f"The 'categories' parameter of {func} must be an ordered sequence "
                         f"of categories (the order of the released cells). Got "
-                        f"{categories!r} instead.")
+                        f"{_v.describe(categories)} instead.")
     categories = list(categories)
     other = _v.check_bool(other, "other", func)
     codes = _v.category_codes(values, categories, func)
@@ -446,26 +439,30 @@ if TYPE_CHECKING:
                      out: _Out, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: Literal["clip"] | None = None,
-                     progress: bool | None = None) -> _Out: ...
+                     progress: bool | None = None,
+                     durability: Literal["process", "power"] = "process") -> _Out: ...
     @overload
     def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                      out: None = None, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: _Named = None,
-                     progress: bool | None = None) -> NDArray[Any]: ...
+                     progress: bool | None = None,
+                     durability: Literal["process", "power"] = "process") -> NDArray[Any]: ...
     @overload
     def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
                      out: None = None, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: Callable[[NDArray[Any]], _T],
-                     progress: bool | None = None) -> _T: ...
+                     progress: bool | None = None,
+                     durability: Literal["process", "power"] = "process") -> _T: ...
 
 
 def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
                  out: "NDArray[Any] | None" = None, accountant: "AccountantLike | None" = None,
                  rng: "RngLike" = None, threads: int | None = None,
-                 postprocess: "_Postprocess" = None, progress: bool | None = None) -> Any:
-    """noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None)
+                 postprocess: "_Postprocess" = None, progress: bool | None = None,
+                 durability: str = "process") -> Any:
+    """noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None, durability="process")
 
     Release counts computed elsewhere: each cell plus Laplace noise of scale
     ``sensitivity / epsilon``.
@@ -491,6 +488,12 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
     progress : bool, optional
         Show a progress bar (needs tqdm). Default: when tqdm is installed and the table has
         more than ``PROGRESS_CELLS`` cells.
+    durability : {"process", "power"}, optional
+        For ``out`` in a file (a ``numpy.memmap``), which a journal beside it makes
+        crash-safe (:mod:`dpfast.releases.journal`): ``"process"`` (default) survives the
+        process being killed at any point, at the speed of the page cache; ``"power"`` also
+        survives a power loss or an operating-system crash, syncing every block and record
+        to the disk (slower: see the README's in-place table).
 
     Returns
     -------
@@ -526,25 +529,53 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
         raise ValueError(f"The 'out' parameter of {func} overlaps 'counts' without being the "
                          "same cells: pass out=counts for an in-place release, or separate "
                          "arrays.")
-    _check_counts_fit(src, dst, is_int, scale, func)
+    if unnamed_file_map(dst):
+        raise ValueError(f"The 'out' parameter of {func} is a memory map of a file it cannot "
+                         "name (a numpy.memmap made from a file object without a name): a "
+                         "release into a file keeps a journal beside it. Open the memmap by "
+                         "its path.")
+    src = _same_file_cells(src, dst, func)
 
     clip = postprocess == "clip"
+    if durability not in DURABILITY:
+        raise ValueError(f"The 'durability' parameter of {func} must be one of "
+                         f"{', '.join(map(repr, DURABILITY))}. Got {durability!r} instead.")
     journal = Journal.for_release(dst, {"func": func, "source": _source(src, dst),
                                         "epsilon": eps, "sensitivity": d, "clip": clip,
-                                        "block": BLOCK})
+                                        "block": BLOCK}, durability)
     if journal is None:
+        _check_counts_fit(src, dst, is_int, scale, func)
         bar = _progress_bar(dst.size, progress)      # a missing tqdm fails before the charge
         release(func, accountant, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
                 scale, clip, bar, None)
     else:
         try:
+            sums = _check_counts_fit(src, dst, is_int, scale, func, checksums=True)
             _release_into_file(func, journal, accountant, eps, rng, threads, src, dst, scale,
-                               clip, progress)
+                               clip, progress, sums)
         finally:
             journal.close()
     if out is None and postprocess not in (None, "clip"):
         return _post.apply(dst, postprocess)
     return dst
+
+
+def _same_file_cells(src: "NDArray[Any]", dst: "NDArray[Any]",
+                     func: str) -> "NDArray[Any]":
+    """``dst`` if ``src`` is the same cells of the same file through another mapping (an
+    in-place release: it needs the undo copy and the released-cells check); ``src`` if they
+    do not meet; refused if they overlap otherwise (np.shares_memory cannot see that)."""
+    s_span, d_span = file_span(src), file_span(dst) if dst is not src else None
+    if s_span is None or d_span is None or s_span[:2] != d_span[:2]:
+        return src
+    if s_span == d_span and src.dtype == dst.dtype and src.shape == dst.shape:
+        return dst
+    if s_span[2] < d_span[3] and d_span[2] < s_span[3]:
+        raise ValueError(f"The 'out' parameter of {func} is in the file of 'counts' and "
+                         "overlaps its cells without being the same cells (another memory "
+                         "map of the file): pass out=counts for an in-place release, or "
+                         "separate files.")
+    return src
 
 
 def _source(src: "NDArray[Any]", dst: "NDArray[Any]") -> object:
@@ -555,54 +586,60 @@ def _source(src: "NDArray[Any]", dst: "NDArray[Any]") -> object:
     return list(where) if where is not None else "memory"
 
 
-def _ledger_path(acct: "AccountantLike") -> str | None:
-    root = acct if isinstance(acct, Accountant) else acct._acct
-    return os.path.realpath(root.ledger_path) if root.ledger_path is not None else None
-
-
 def _release_into_file(func: str, journal: Journal, accountant: "AccountantLike | None",
                        eps: float, rng: "RngLike", threads: int | None, src: "NDArray[Any]",
                        dst: "NDArray[Any]", scale: float, clip: bool,
-                       progress: bool | None) -> None:
+                       progress: bool | None, sums: "list[str]") -> None:
     """A release into a file, with its journal (see dpfast.releases.journal): a new one, or
-    the completion of an interrupted one under its journal's key, drawing no new noise. A
-    completion is charged to the accountant unless the interrupted release's charge is in
-    its ledger (that charge stands: the cells get the noise it paid for)."""
-    if journal.resuming and journal.mismatch():
-        raise journal.resume_error(func)
-    if journal.params["source"] == "in place" and journal.still_released(dst.reshape(-1),
-                                                                         BLOCK):
+    the completion of an interrupted one under its journal's key, drawing no new noise.
+
+    Check phase: the interrupted release's arguments and file, every block against what the
+    journal says it holds (``sums``: the checksums of the source's blocks now), the
+    directory, the journal and undo files and the disk's room. Then the charge: a
+    completion is charged unless the ledger proves the interrupted release's charge paid for
+    its key (that charge stands: the cells get the noise it paid for). Then the blocks not
+    yet done are drawn under the key."""
+    in_place = journal.params["source"] == "in place"
+    rel = Release(func, accountant, eps, 0.0, rng, threads, dst.size)
+    if journal.resuming:
+        if journal.mismatch():
+            raise journal.resume_error(func)
+        released: list[str | None] = list(sums) if in_place else [
+            block_sum(dst.reshape(-1)[b * BLOCK:(b + 1) * BLOCK]) if b in journal.done
+            else None for b in range(len(sums))]
+        journal.check_resume(func, sums, released, in_place)
+    elif in_place and journal.still_released(sums):
         raise journal.released_error(func)
     bar = _progress_bar(dst.size, progress)          # a missing tqdm fails before the charge
-    acct = resolve_accountant(accountant, func)
-    ledger = _ledger_path(acct)
-    if not journal.resuming:
-        journal.ledger = ledger
-        release(func, acct, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
-                scale, clip, bar, journal)
-        return
-    nthreads = resolve_threads(threads, func, dst.size)
-    if ledger is None or ledger != journal.state.get("ledger"):
-        acct.spend(eps, 0.0, label=f"{func} (completing an interrupted release)")
-    _noise_blocks(None, nthreads, src, dst, scale, clip, bar, journal)
+    journal.prepare(in_place)
+    try:
+        if journal.resuming:
+            assert journal.key is not None
+            key = rel.charge_resumed(journal.key, journal.state.get("ledger"))
+            journal.resume()
+        else:
+            journal.ledger = ledger_path(rel.accountant)
+            key = rel.charge(commit=True)
+            journal.begin(bytes(key), sums)
+    except BaseException:
+        journal.abandon()
+        raise
+    _noise_blocks(key, rel.threads, src, dst, scale, clip, bar, journal)
 
 
-def _noise_blocks(gen: "ChaCha20 | None", threads: int, src: "NDArray[Any]",
+def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any]",
                   dst: "NDArray[Any]", scale: float, clip: bool, bar: Any,
                   journal: Journal | None) -> None:
     """dst = src + noise (of scale), BLOCK cells at a time under one key, so that memory stays
     bounded and the release equals a one-shot one; clipped at 0 if asked. With a journal
     (``dst`` in a file), each block is recorded as it is done, and an interrupted release
-    resumes under the journal's key (``gen`` is then None)."""
+    resumes under the journal's key (``gen`` is then the release's key)."""
     # One key for all blocks, the one a one-shot kernel call would draw.
     key: Any
     if journal is None:
-        key = gen if dst.size <= BLOCK else _native.Key(gen)
-    elif journal.key is not None:                       # resuming
-        key = _native.Key.from_bytes(journal.key)
+        key = gen if dst.size <= BLOCK or isinstance(gen, _native.Key) else _native.Key(gen)
     else:
-        key = _native.Key(gen)
-        journal.begin(bytes(key))
+        key = gen                      # the release's key, handed out by its charge
     is_int = dst.dtype.kind == "i"
     fill: Any                   # one of two kernels, called with its own params
     fill, params = ((_native.fill_discrete_laplace, (scale,)) if is_int
@@ -626,10 +663,11 @@ def _noise_blocks(gen: "ChaCha20 | None", threads: int, src: "NDArray[Any]",
                         bar.update(stop - start)
                     continue
                 if in_place:
-                    if journal.pending is not None and journal.pending[0] == b:
-                        journal.restore(b, flat_out[start:stop])
-                    else:
-                        journal.save(b, flat_out[start:stop])
+                    source = journal.state["sources"][b]
+                    if journal.pending is not None and journal.pending[0] == b and \
+                            block_sum(flat_out[start:stop]) != source:
+                        journal.restore(b, flat_out[start:stop])   # checked before the charge
+                    journal.save(b, flat_out[start:stop], source)
             if direct:
                 base, dest = flat_in[start:stop], flat_out[start:stop]  # type: ignore[index]
             else:
@@ -682,9 +720,10 @@ def _check_out(out: object, src: "NDArray[Any]", is_int: bool, postprocess: obje
 
 
 def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool, scale: float,
-                      func: str) -> None:
+                      func: str, checksums: bool = False) -> "list[str]":
     """Reject, block by block (bounded memory), counts that are NaN/inf or too large for
-    exact arithmetic, or for the destination once noise is added."""
+    exact arithmetic, or for the destination once noise is added. With ``checksums``, return
+    the checksum of each block of ``BLOCK`` cells (what a journal binds a release to)."""
     limit: float
     if is_int:
         # |K| <= t (c + 1100 ln 2) + 1 < 763.3 t + 1 (the sampler's deepest binade).
@@ -698,16 +737,24 @@ def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool, sc
     else:
         limit = 2.0**52 * laplace_grid(scale)[0]
         what = f"finite |counts| <= {limit:g} (exact grid arithmetic)"
-    for block in _blocks(src):
+    sums = []
+    for start, block in zip(range(0, src.size, BLOCK), _blocks(src)):
+        if checksums:
+            sums.append(block_sum(block))
         lo, hi = _v.value_range(block)
         bad = None
         if not is_int and not (math.isfinite(lo) and math.isfinite(hi)):
-            bad = block[np.flatnonzero(~np.isfinite(block))[0]].item()
+            bad = ~np.isfinite(block), "NaN or infinite"
         elif lo < -limit or hi > limit:
-            bad = lo if lo < -limit else hi
+            bad = (block < -limit) | (block > limit), "beyond that limit"
         if bad is not None:
-            raise ValueError(f"The 'counts' parameter of {func} must have {what}. "
-                             f"Got {bad!r} instead.")
+            # Where the first bad cell is, in C order of the whole table: never its value.
+            first = start + int(np.argmax(bad[0]))
+            index = tuple(int(i) for i in np.unravel_index(first, src.shape)) \
+                if src.ndim > 1 else first
+            raise ValueError(f"The 'counts' parameter of {func} must have {what}. Got a "
+                             f"count at index {index} {bad[1]} instead.")
+    return sums
 
 
 def _blocks(a: "NDArray[Any]") -> "Iterable[NDArray[Any]]":

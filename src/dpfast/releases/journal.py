@@ -5,54 +5,82 @@ block by block. A process killed part-way would leave a prefix noised and the re
 with nothing on disk to say so, and a rerun would noise the prefix twice (and the true
 values of the prefix are gone). So a release into a file keeps a journal while it runs:
 
-- ``<file>.dpfast-journal``: records in the ledger's format (one line each, with a CRC32,
-  appended and ``fdatasync``'d, see :mod:`dpfast.ledger`):
-  ``start {JSON}`` (the release's parameters, the identity of the cells in the file and the
-  release's 256-bit key), then per block ``undo <b> <crc32>`` (block ``b``'s bytes as they
-  were, saved in the undo file, before the block is touched; in-place releases only) and
-  ``done <b> <crc32>`` (block ``b`` released and flushed to disk; the checksum of its
-  released bytes);
+- ``<file>.dpfast-journal``: one record per line (payload, tab, CRC32 of the payload):
+  ``start {JSON}`` (the release's parameters; the identity of the file: device, inode,
+  size, owner; a checksum of every block of the source as it was at the start; the
+  release's 256-bit key), then per block ``undo <b> <sum>`` (block ``b``'s bytes as they were
+  saved in the undo file, before the block is touched; in-place releases only) and
+  ``done <b> <sum>`` (block ``b`` released; the checksum of its released bytes);
 - ``<file>.dpfast-undo``: the saved bytes of the block being released.
 
-When the release completes, the undo file is removed and the journal is replaced (by an
-atomic rename) with a one-record marker, ``released {JSON}``: the parameters and a CRC32 of
-each released block, without the key. An in-place release of a file whose cells are still
-exactly the released ones is refused (it would noise them twice, and a process killed just
-after completing looks to its caller like one that did not); new counts written into the
-file change the checksums and release normally. Calling the same release again on a file
-with a journal resumes it: the block in progress is restored from its saved bytes, and the blocks
-not done are released under the journal's key. Noise is cell-addressed (a function of the
-key and the cell's index only), so the file ends exactly as an uninterrupted release would
-have left it: every cell noised once, with the noise that release would have drawn. A call
-with other parameters is refused before anything is charged or drawn.
+A resume cannot publish true values. Before anything is charged, every block is checked:
+a block the journal calls done must still hold exactly its released bytes, a block not yet
+done must still hold the source's bytes of the start (or, for the block in progress, the
+undo file must hold them), and the file must be the same file (device, inode, size). A
+file written since the interrupted release (fresh true counts, by ``np.save`` or a memmap)
+is refused with an explanation, never skipped over. The interrupted release's charge stands
+for the completion only where the ledger proves it paid for the journal's key
+(:meth:`dpfast._release.Release.charge_resumed`).
+
+When the release completes, the undo file is removed and then the journal is replaced (by
+an atomic rename) with a one-record marker, ``released {JSON}``: the parameters and the
+checksum of each released block, without the key. An in-place release of a file whose
+cells are still exactly the released ones is refused (it would noise them twice).
+
+Files no one else can plant. The journal, the undo file and the marker's temporary file are
+created with ``O_EXCL | O_NOFOLLOW``, mode 0600, before the charge; an existing journal or
+undo file is used only if it is a regular file of this user, with no permission for anyone
+else and one link (else the release is refused before the charge: a journal planted by
+another user would choose the key, or mark blocks done; a planted or hard-linked undo file
+would receive the true counts). The directory must be writable by the caller; the undo
+file and the released cells get their disk space (``posix_fallocate``) before the charge.
+
+Durability. By default (``durability="process"``) nothing is synced: a killed process
+loses nothing, since its writes are in the operating system's page cache, and the release
+runs at the speed of that cache. ``durability="power"`` also survives a power loss or a
+kernel crash: the saved block, every record and every released block are made durable
+(``fdatasync``) in order, at the cost measured by ``bench/noisy_counts_memmap.py``.
 
 The journal holds the release's key until the release completes: whoever reads it can
-remove the noise of the cells already released. It is created readable by its owner only.
+remove the noise of the cells already released. It is readable by its owner only.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import mmap
 import os
+import secrets
+import stat
 import time
-import zlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _native
 from ..ledger import decode, encode
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["Journal", "backing_file"]
+__all__ = ["Journal", "backing_file", "block_sum", "file_span", "unnamed_file_map",
+           "DURABILITY"]
 
 JOURNAL_SUFFIX = ".dpfast-journal"
 UNDO_SUFFIX = ".dpfast-undo"
+#: The durability levels of a release into a file.
+DURABILITY = ("process", "power")
 # What must agree between an interrupted release and the call that resumes it.
 RESUME_KEYS = ("func", "file", "offset", "nbytes", "shape", "dtype", "source", "epsilon",
-               "sensitivity", "clip", "block")
+               "sensitivity", "clip", "block", "device", "inode", "size", "owner")
+# Of those, the ones that say which file it is (the file was replaced if they differ).
+FILE_KEYS = ("device", "inode", "size", "owner")
+# Free space asked of the directory beyond the undo file (the journal's records).
+SPARE_BYTES = 1 << 20
+# Blocks of at least this many bytes are checksummed in two halves on two threads.
+_SPLIT_BYTES = 1 << 20
+_POOL: list[Any] = []
 
 
 def _sync(fd: int) -> None:
@@ -76,10 +104,10 @@ def _sync_directory(path: str) -> None:
 def backing_file(arr: NDArray[Any]) -> tuple[str, int] | None:
     """(path, byte offset in that file) of the cells of ``arr`` if it is a view of a
     ``numpy.memmap`` that writes to a file, else None (a copy-on-write map, mode "c",
-    changes memory only)."""
+    changes memory only; an array over a raw ``mmap`` is not known to be in a file)."""
     base: Any = arr
     while base is not None and not (isinstance(base, np.memmap) and base.filename):
-        base = base.base
+        base = getattr(base, "base", None)
     if base is None or base.mode == "c":
         return None
     mm = getattr(base, "_mmap", None)          # the mapping numpy made: starts at a page
@@ -91,21 +119,121 @@ def backing_file(arr: NDArray[Any]) -> tuple[str, int] | None:
     return os.path.realpath(str(base.filename)), start + pos
 
 
-def _crc(block: NDArray[Any]) -> str:
-    """CRC32 of an array's bytes, 8 hex digits."""
-    raw = np.ascontiguousarray(block).reshape(-1).view(np.uint8).data
-    return f"{zlib.crc32(raw) & 0xFFFFFFFF:08x}"
+def unnamed_file_map(arr: NDArray[Any]) -> bool:
+    """Whether ``arr`` writes into a file through a ``numpy.memmap`` that does not know the
+    file's name (made from an open file object without one, e.g. ``tempfile.TemporaryFile``):
+    such a release could not keep a journal beside its file."""
+    base: Any = arr
+    while base is not None:
+        if isinstance(base, np.memmap) and not base.filename and base.mode not in ("c", "r"):
+            return True
+        base = getattr(base, "base", None)
+    return False
+
+
+def file_span(arr: NDArray[Any]) -> tuple[int, int, int, int] | None:
+    """(device, inode, first byte, end byte) of the cells of ``arr`` in its file, for an
+    array in a file (:func:`backing_file`), else None."""
+    where = backing_file(arr)
+    if where is None:
+        return None
+    st = os.stat(where[0])
+    return st.st_dev, st.st_ino, where[1], where[1] + arr.nbytes
+
+
+def block_sum(block: NDArray[Any]) -> str:
+    """The checksum of an array's bytes (hex digits), as journals record blocks. A large
+    block is checksummed in two halves at once (the kernel releases the GIL), so that the
+    journal's passes over the file keep up with the release's threads."""
+    flat = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+    if flat.size < _SPLIT_BYTES:
+        return f"{_native.checksum(flat):016x}"
+    half = flat.size // 2
+    other = _checksum_pool().submit(_native.checksum, flat[half:])
+    return f"{_native.checksum(flat[:half]):016x}{other.result():016x}"
+
+
+def _checksum_pool() -> Any:
+    """One worker thread for the second half of large checksums (made on first use; a
+    forked child makes its own)."""
+    from concurrent.futures import ThreadPoolExecutor
+    pid = os.getpid()
+    if not _POOL or _POOL[0][0] != pid:
+        _POOL[:] = [(pid, ThreadPoolExecutor(1, thread_name_prefix="dpfast-checksum"))]
+    return _POOL[0][1]
+
+
+def _open_own(path: str, flags: int, what: str) -> int:
+    """Open an existing file of ours without following a link, refusing one that another
+    user could have planted or can change (owner, permissions, links, kind); -1 if absent."""
+    try:
+        # O_NONBLOCK: a FIFO planted at the path must not hang the open (refused below).
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return -1
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(f"The {what} {path!r} is a symbolic link: refused (a link "
+                             "planted there would redirect the release's files).") from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):
+            raise ValueError(f"The {what} {path!r} is not a regular file: refused before "
+                             "anything was charged (dpfast creates these files itself).") \
+                from None
+        raise
+    st = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(st.st_mode):
+        problem = "is not a regular file"
+    elif st.st_uid != os.geteuid():
+        problem = f"belongs to another user (uid {st.st_uid})"
+    elif st.st_mode & 0o077:
+        problem = f"can be read or written by others (mode {stat.S_IMODE(st.st_mode):o})"
+    elif st.st_nlink != 1:
+        problem = f"has {st.st_nlink} links"
+    if problem is not None:
+        os.close(fd)
+        raise ValueError(f"The {what} {path!r} {problem}: refused before anything was "
+                         "charged. dpfast creates these files itself, for its user only; "
+                         "one that is not such a file may have been planted by someone "
+                         "else. Inspect it; remove it only if no release of this file was "
+                         "interrupted.")
+    return fd
+
+
+def _create_own(path: str, flags: int = os.O_WRONLY) -> int:
+    """Create a new file for this user only; refuse anything already at the path."""
+    return os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+
+
+def _write_all(fd: int, data: Any, offset: int | None = None) -> None:
+    """Write every byte (a short write is continued; an error raises)."""
+    view = memoryview(data).cast("B")
+    done = 0
+    while done < len(view):
+        n = (os.write(fd, view[done:]) if offset is None
+             else os.pwrite(fd, view[done:], offset + done))
+        if n <= 0:
+            raise OSError(errno.EIO, "a write made no progress")
+        done += n
 
 
 class Journal:
-    """The journal of one release into the file holding ``dst`` (see the module
-    documentation). ``state`` is the interrupted release found beside the file, if any."""
+    """The journal of one release into the file at ``path`` (see the module documentation).
 
-    def __init__(self, path: str, params: dict[str, Any], *, lock: bool = True) -> None:
+    Constructing it locks the data file (unless ``lock`` is false: a read-only look) and
+    reads what is beside the file: an interrupted release (``resuming``; ``state``,
+    ``key``, ``done``, ``pending``) or the marker of a completed one (``released``)."""
+
+    def __init__(self, path: str, params: dict[str, Any], *, lock: bool = True,
+                 durability: str = "process") -> None:
         self.path = path + JOURNAL_SUFFIX
         self.undo_path = path + UNDO_SUFFIX
         self.params = params
+        self.durable = durability == "power"
         self._fd = -1
+        self._undo_fd = -1
+        self._undo_created = False
+        self._journal_created = False
         # The data file, locked while this release runs: two processes releasing one file
         # at the same time would each noise it.
         self.data_fd = -1
@@ -119,49 +247,61 @@ class Journal:
                                  "(it holds the file's lock).") from None
         self.key: bytes | None = None
         self.done: set[int] = set()
-        self.pending: tuple[int, str] | None = None      # (block, crc) saved, not done
+        self.pending: tuple[int, str] | None = None      # (block, sum) saved, not done
         self.ledger: str | None = None       # the ledger charged for the release, if any
         self.state: dict[str, Any] = {}
-        self.crcs: dict[int, str] = {}       # block -> checksum of its released bytes
+        self.sums: dict[int, str] = {}       # block -> checksum of its released bytes
         self.released: dict[str, Any] | None = None     # the marker of a completed release
-        self.resuming = self._read()
+        try:
+            self.resuming = self._read()
+        except BaseException:
+            self.close()
+            raise
 
     @classmethod
-    def for_release(cls, dst: NDArray[Any], params: dict[str, Any]) -> Journal | None:
+    def for_release(cls, dst: NDArray[Any], params: dict[str, Any],
+                    durability: str = "process") -> Journal | None:
         """The journal of a release into ``dst``; None if ``dst`` is not in a file."""
         where = backing_file(dst)
         if where is None:
             return None
         path, offset = where
+        st = os.stat(path)
         return cls(path, {**params, "file": path, "offset": offset, "nbytes": dst.nbytes,
-                          "shape": list(dst.shape), "dtype": dst.dtype.str})
+                          "shape": list(dst.shape), "dtype": dst.dtype.str,
+                          "device": st.st_dev, "inode": st.st_ino, "owner": os.geteuid(),
+                          "size": st.st_size},
+                   durability=durability)
 
-    # -- reading an interrupted release ----------------------------------------------------
+    # -- reading what is beside the file ---------------------------------------------------
     def _read(self) -> bool:
         """Load an interrupted release's journal; True if there is one to resume."""
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        fd = _open_own(self.path, os.O_RDONLY, "journal")
+        if fd < 0:
             return False
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
         records = [decode(line + b"\n") for line in data.split(b"\n")[:-1]]
         if data and not data.endswith(b"\n"):
             records.append(decode(data.rsplit(b"\n", 1)[-1]))
         if not records or not records[0][1]:
             # Killed while starting: no block was touched (blocks are touched only once the
-            # start record is durable). Nothing to resume; removed by the holder of the
+            # start record is written). Nothing to resume; removed by the holder of the
             # file's lock (a reader without it may be watching a release start).
             if self.data_fd >= 0:
                 self._remove()
             return False
         kind, _, body = records[0][0].partition(" ")
-        start = json.loads(body) if kind in ("start", "released") else None
+        start = _json(body) if kind in ("start", "released") else None
         if kind == "released" and isinstance(start, dict):
             self.released = start
+            if self.data_fd >= 0:
+                self._remove_stray_undo()
             return False
-        if not isinstance(start, dict) or "key" not in start:
-            raise ValueError(f"{self.path!r} is not a dpfast journal: remove it only if the "
-                             "file beside it holds no interrupted release.")
+        if not isinstance(start, dict) or "key" not in start or "sources" not in start:
+            raise ValueError(f"{self.path!r} is not a journal of this version of dpfast: "
+                             "remove it only if the file beside it holds no interrupted "
+                             "release.")
         self.state = start
         self.key = bytes.fromhex(start["key"])
         for payload, intact in records[1:]:
@@ -172,8 +312,11 @@ class Journal:
                 self.pending = (int(fields[0]), fields[1])
             elif kind == "done":
                 self.done.add(int(fields[0]))
-                self.crcs[int(fields[0])] = fields[1]
+                self.sums[int(fields[0])] = fields[1]
                 self.pending = None
+            else:
+                raise ValueError(f"The journal {self.path!r} holds a record of unknown kind: "
+                                 "refused (it was not written by this version of dpfast).")
         return True
 
     def mismatch(self) -> str | None:
@@ -184,6 +327,13 @@ class Journal:
         return None
 
     def resume_error(self, func: str) -> ValueError:
+        if any(self.state.get(k) != self.params.get(k) for k in FILE_KEYS):
+            return ValueError(
+                f"The journal {self.path!r} belongs to an interrupted {self.state['func']} "
+                f"release of another file at this path ({self.mismatch()}): the file was "
+                "replaced since, so that release cannot be completed in it. Nothing was "
+                "charged or drawn. Remove the journal (and the undo file) to release the "
+                "new file, charged anew.")
         return ValueError(
             f"The file {self.params['file']!r} holds an interrupted {self.state['func']} "
             f"release (journal {self.path!r}) made with other arguments: "
@@ -191,17 +341,57 @@ class Journal:
             "complete it (the same noise, nothing drawn twice); only if the file has been "
             "restored from its source, remove the journal.")
 
-    def still_released(self, flat: NDArray[Any], block: int) -> bool:
-        """Whether the cells (``flat``, in blocks of ``block``) are exactly the ones this
-        file's completed release left: same place in the file, same checksums."""
-        if self.released is None or any(self.released.get(k) != self.params.get(k)
-                                        for k in RESUME_KEYS if k not in ("epsilon",
-                                                                          "sensitivity", "clip")):
+    def check_resume(self, func: str, sources: list[str], released: list[str | None],
+                     in_place: bool) -> None:
+        """Refuse (before the charge) a resume that could publish true values or the same
+        noise twice: ``sources`` are the checksums of the source's blocks now, ``released``
+        those of the destination's blocks now (in place: the same blocks)."""
+        start = self.state["sources"]
+        changed = []
+        for b, (now, then) in enumerate(zip(sources, start)):
+            if b in self.done:
+                ok = released[b] == self.sums[b] and (in_place or now == then)
+            elif self.pending is not None and self.pending[0] == b and in_place:
+                ok = now == then or self._undo_holds(then)
+            else:
+                ok = now == then
+            if not ok:
+                changed.append(b)
+        if len(sources) != len(start):
+            changed.append(-1)
+        if changed:
+            raise ValueError(
+                f"The file {self.params['file']!r} holds an interrupted {func} release "
+                f"(journal {self.path!r}), but {len(changed)} of its {len(start)} blocks "
+                f"(the first: block {changed[0]}) no longer hold what that release left "
+                "there: the cells were written since (fresh counts?) or damaged. Completing "
+                "it would publish cells that were never noised, or noise new counts with "
+                "noise already used; nothing was charged or drawn. Restore the file from "
+                "its source and remove the journal (and the undo file) to make a new "
+                "release, which is charged anew.")
+
+    def _undo_holds(self, source_sum: str) -> bool:
+        """Whether the undo file holds the block in progress exactly as the source was."""
+        assert self.pending is not None
+        fd = _open_own(self.undo_path, os.O_RDONLY, "undo file")
+        if fd < 0:
             return False
-        crcs = self.released.get("blocks", [])
-        starts = range(0, flat.size, block)
-        return len(crcs) == len(starts) and all(
-            _crc(flat[i:i + block]) == c for i, c in zip(starts, crcs))
+        try:
+            size = self.block_bytes(self.pending[0])
+            data = os.pread(fd, size, 0)
+        finally:
+            os.close(fd)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        return len(data) == size and block_sum(raw) == self.pending[1] == source_sum
+
+    def still_released(self, sums: list[str]) -> bool:
+        """Whether the cells (the checksums of their blocks now) are exactly the ones this
+        file's completed release left: same place in the file, same checksums."""
+        if self.released is None or any(
+                self.released.get(k) != self.params.get(k)
+                for k in RESUME_KEYS if k not in ("epsilon", "sensitivity", "clip")):
+            return False
+        return self.released.get("blocks") == sums
 
     def released_error(self, func: str) -> ValueError:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.released["time"])) \
@@ -212,93 +402,190 @@ class Journal:
             "releasing them again would add noise twice. Write the true counts into the "
             "file to release them; remove the marker only to noise these cells again.")
 
+    def block_bytes(self, b: int) -> int:
+        """The size in bytes of block ``b`` of the cells."""
+        itemsize = np.dtype(self.params["dtype"]).itemsize
+        cells = self.params["nbytes"] // itemsize
+        block = self.params["block"]
+        return int(max(0, min(block, cells - b * block)) * itemsize)
+
+    # -- the check phase: files and space, before the charge -------------------------------
+    def prepare(self, in_place: bool) -> None:
+        """Everything about the files that can fail, checked (and the files made) before the
+        charge: the directory is writable; the journal file is ours (an interrupted
+        release's, or a completed one's marker, to be rewritten) or created now, so that no
+        one can take its name between the charge and the start record; the undo file
+        (in-place releases) is ours or new and has its space; the released cells have
+        their space in the file (a sparse file's holes would fail the writes after the
+        charge); the disk has room for the journal's records."""
+        directory = os.path.dirname(self.path) or "."
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError(
+                f"The 'out' parameter names a file in {directory!r}, where this user cannot "
+                "create files: a release into a file keeps its journal beside it. Nothing "
+                "was charged or drawn.")
+        try:
+            if self.resuming or self.released is not None:
+                self._fd = _open_own(self.path, os.O_WRONLY | os.O_APPEND, "journal")
+            if self._fd < 0:
+                self._fd = _create_own(self.path, os.O_WRONLY | os.O_APPEND)
+                self._journal_created = True
+            if in_place:
+                fd = _open_own(self.undo_path, os.O_RDWR, "undo file")
+                self._undo_created = fd < 0
+                self._undo_fd = fd if fd >= 0 else _create_own(self.undo_path, os.O_RDWR)
+                self._allocate(self._undo_fd, 0, self.block_bytes(0), self.undo_path)
+            data = os.open(self.params["file"], os.O_WRONLY | os.O_NOFOLLOW)
+            try:
+                self._allocate(data, self.params["offset"], self.params["nbytes"],
+                               self.params["file"])
+            finally:
+                os.close(data)
+            free = os.statvfs(directory)
+            if free.f_bavail * free.f_frsize < SPARE_BYTES:
+                raise OSError(errno.ENOSPC, f"The disk holding {directory!r} is full: a "
+                              "release into a file needs room for its journal. Nothing was "
+                              "charged or drawn.")
+        except BaseException:
+            self.abandon()
+            raise
+
+    @staticmethod
+    def _allocate(fd: int, offset: int, size: int, path: str) -> None:
+        if size <= 0:
+            return
+        try:
+            os.posix_fallocate(fd, offset, size)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):
+                return                      # a file system without allocation: nothing to do
+            raise OSError(exc.errno, f"No space for {size:,} bytes of {path!r}, which a "
+                          "release into a file needs: nothing was charged or drawn.") from None
+
     # -- writing ---------------------------------------------------------------------------
-    def begin(self, key: bytes) -> None:
-        """Record the start (parameters, key and ledger charged), durably, before any block
-        is touched."""
+    def begin(self, key: bytes, sources: list[str]) -> None:
+        """Record the start (parameters, the source's block checksums, key and ledger
+        charged) before any block is touched."""
         self.key = key
         self.state = {**self.params, "key": key.hex(), "ledger": self.ledger,
-                      "pid": os.getpid(),
-                      "time": time.time()}
-        if self.released is not None:            # a completed release's marker
-            os.unlink(self.path)
-            self.released = None
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
-                           0o600)
+                      "sources": sources, "pid": os.getpid(), "time": time.time()}
+        if self.released is not None:            # a completed release's marker: rewritten
+            os.ftruncate(self._fd, 0)            # (cut short, it reads as "killed while
+            self.released = None                 # starting": nothing to resume)
         self._append("start " + json.dumps(self.state, separators=(",", ":")))
-        _sync_directory(self.path)
+        if self.durable:
+            _sync_directory(self.path)
+
+    def resume(self) -> None:
+        """Continue the interrupted release's journal (opened by :meth:`prepare`)."""
+        assert self._fd >= 0
 
     def _append(self, payload: str) -> None:
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        os.write(self._fd, encode(payload))
-        _sync(self._fd)
+        _write_all(self._fd, encode(payload))
+        if self.durable:
+            _sync(self._fd)
 
-    def save(self, b: int, block: NDArray[Any]) -> None:
-        """Save block ``b``'s bytes as they are, durably, before it is changed."""
-        raw = np.ascontiguousarray(block).reshape(-1).view(np.uint8).data
-        fd = os.open(self.undo_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            view = raw
-            while view:
-                view = view[os.write(fd, view):]
-            _sync(fd)
-        finally:
-            os.close(fd)
-        self.pending = (b, _crc(block))
-        self._append(f"undo {b} {self.pending[1]}")
+    def save(self, b: int, block: NDArray[Any], checksum: str) -> None:
+        """Save block ``b``'s bytes as they are (``checksum``: theirs, as the check before
+        the charge found them, under the file's lock), before it is changed."""
+        raw = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+        _write_all(self._undo_fd, raw, 0)
+        if self.durable:
+            _sync(self._undo_fd)
+        self.pending = (b, checksum)
+        self._append(f"undo {b} {checksum}")
 
     def restore(self, b: int, block: NDArray[Any]) -> None:
         """Put back block ``b``'s saved bytes (after a crash while it was being changed)."""
-        with open(self.undo_path, "rb") as f:
-            data = f.read()
         assert self.pending is not None and self.pending[0] == b
-        if f"{zlib.crc32(data) & 0xFFFFFFFF:08x}" != self.pending[1] or \
-                len(data) != block.nbytes:
+        data = os.pread(self._undo_fd, block.nbytes, 0)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        if len(data) != block.nbytes or block_sum(raw) != self.pending[1]:
             raise ValueError(f"The saved block of the interrupted release in {self.path!r} "
                              "is damaged: the file cannot be completed; restore it from its "
                              "source and remove the journal.")
-        block[...] = np.frombuffer(data, dtype=block.dtype).reshape(block.shape)
+        block[...] = raw.view(block.dtype).reshape(block.shape)
 
     def mark_done(self, b: int, block: NDArray[Any]) -> None:
-        """Block ``b`` (now ``block``) is released: flush the file's changes, then record
-        it with its checksum."""
-        _sync(self.data_fd)
-        self.crcs[b] = _crc(block)
-        self._append(f"done {b} {self.crcs[b]}")
+        """Block ``b`` (now ``block``) is released: record it with its checksum (with
+        ``durability="power"``, after flushing the file's changes)."""
+        if self.durable:
+            _sync(self.data_fd)
+        self.sums[b] = block_sum(block)
+        self._append(f"done {b} {self.sums[b]}")
         self.done.add(b)
         self.pending = None
 
     def finish(self) -> None:
-        """The release is complete: replace the journal with the marker of a completed
-        release (no key), atomically, and remove the saved block."""
-        marker = {k: v for k, v in self.state.items() if k != "key"}
-        marker.update(time=time.time(), blocks=[self.crcs[b] for b in sorted(self.crcs)])
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        """The release is complete: remove the saved block, then replace the journal with
+        the marker of a completed release (no key), atomically."""
+        marker = {k: v for k, v in self.state.items() if k not in ("key", "sources")}
+        marker.update(time=time.time(), blocks=[self.sums[b] for b in sorted(self.sums)])
+        tmp = f"{self.path}.{secrets.token_hex(8)}.tmp"
+        fd = _create_own(tmp)
         try:
-            os.write(fd, encode("released " + json.dumps(marker, separators=(",", ":"))))
-            _sync(fd)
-        finally:
+            _write_all(fd, encode("released " + json.dumps(marker, separators=(",", ":"))))
+            if self.durable:
+                _sync(fd)
+        except BaseException:
             os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        os.replace(tmp, self.path)
+        # The saved block (true counts) goes before the marker lands: killed in between,
+        # the journal still says every block is done, and a rerun just finishes.
+        self._close_undo()
         try:
             os.unlink(self.undo_path)
         except FileNotFoundError:
             pass
-        _sync_directory(self.path)
+        os.replace(tmp, self.path)
+        if self.durable:
+            _sync_directory(self.path)
 
     def close(self) -> None:
         """Close the journal and unlock the data file."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        self._close_undo()
         if self.data_fd >= 0:
             os.close(self.data_fd)
             self.data_fd = -1
+
+    def abandon(self) -> None:
+        """Remove the files a release that never started made (its charge was refused, or
+        its files could not be prepared)."""
+        if self.key is not None:
+            return
+        for created, path in ((self._undo_created, self.undo_path),
+                              (self._journal_created, self.path)):
+            if created:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        self._undo_created = self._journal_created = False
+        self._close_undo()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _remove_stray_undo(self) -> None:
+        """A completed release's saved block, left by a kill just before its removal: true
+        counts that nothing needs any more (if it is ours; else it is refused later)."""
+        fd = _open_own(self.undo_path, os.O_RDONLY, "undo file")
+        if fd >= 0:
+            os.close(fd)
+            os.unlink(self.undo_path)
+
+    def _close_undo(self) -> None:
+        if self._undo_fd >= 0:
+            os.close(self._undo_fd)
+            self._undo_fd = -1
 
     def _remove(self) -> None:
         if self._fd >= 0:
@@ -309,3 +596,10 @@ class Journal:
                 os.unlink(p)
             except FileNotFoundError:
                 pass
+
+
+def _json(body: str) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
