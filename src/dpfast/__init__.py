@@ -5,7 +5,8 @@ and integer noise is exact discrete Laplace, so outputs do not leak inputs throu
 bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
 from ._native import ChaCha20
-from .accounting import Accountant, BudgetExceededError, default_accountant
+from .accounting import (Accountant, BudgetExceededError, LedgerDamagedError, LedgerError,
+                         default_accountant)
 from .auditing import AuditResult, audit
 from .linear import (
     census_hierarchy,
@@ -68,6 +69,8 @@ __all__ = [
     "Sparse",
     "SparseVectorHalted",
     "BudgetExceededError",
+    "LedgerDamagedError",
+    "LedgerError",
     "ChaCha20",
     "audit",
     "census_hierarchy",

@@ -27,8 +27,8 @@ Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy"
   with ``composition="advanced"`` and it is tighter than the sequential sum.
 
 With ``ledger="FILE"`` the budget and every charge live in a file (:mod:`dpfast.ledger`):
-charges are durable before any noise is drawn, and every process that opens the file shares
-the budget.
+charges are durable before any noise is drawn, every process that opens the file shares
+the budget, and a ledger found damaged counts as exhausted (:class:`LedgerDamagedError`).
 """
 import contextvars
 import math
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _native
 from . import validation as _v
-from .ledger import LedgerError, LedgerFile, charge_payload, parse_charge
+from .ledger import Damaged, LedgerError, LedgerFile, signals_held
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
@@ -52,8 +52,9 @@ if TYPE_CHECKING:
     # Accountant._plan's result: (updates, root, old, new, increase).
     _Plan: TypeAlias = "tuple[list[tuple[_Node, _Cost]], _Node | None, _Cost, _Cost, _Cost]"
 
-__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry", "LedgerError", "ParallelBlock",
-           "Partition", "default_accountant", "resolve_accountant"]
+__all__ = ["Accountant", "BudgetExceededError", "LedgerDamagedError", "LedgerEntry",
+           "LedgerError", "ParallelBlock", "Partition", "default_accountant",
+           "resolve_accountant"]
 
 # Exact amounts are ints in units of 10**-_K (math.inf for an unlimited budget).
 _K = 330
@@ -63,6 +64,23 @@ _ZERO = (0, 0)
 
 class BudgetExceededError(ValueError):
     """A spend would take an accountant past its budget; nothing was spent."""
+
+
+class LedgerDamagedError(BudgetExceededError, LedgerError):
+    """The accountant's ledger file is damaged (see :mod:`dpfast.ledger`): it counts as
+    exhausted, and every spend is refused. The message names the line and what is wrong."""
+
+
+def _shown(value: object) -> str:
+    """A bad argument as messages may show it: a short public number or string itself,
+    anything else by its type only (it could hold private data)."""
+    if value is None or type(value) in (bool, int, float):
+        text = repr(value)
+        if len(text) <= 24:
+            return text
+    if type(value) is str and len(value) <= 24 and value.isprintable():
+        return repr(value)
+    return f"a {type(value).__module__}.{type(value).__qualname__}".replace("a builtins.", "a ")
 
 
 def _exact(x: float) -> "_Amount":
@@ -304,6 +322,13 @@ class _Node:
         # and the name of its charges in a durable ledger (for advanced composition).
         self._charged: _Cost = _ZERO
         self._unit: str | None = None
+        self._pid = os.getpid()
+
+    def __reduce__(self) -> "tuple[object, ...]":
+        raise TypeError(
+            f"A {type(self).__name__} cannot be copied or pickled: a copy would recompute "
+            "the block's cost from a stale state and charge the accountant wrongly. Spend "
+            "through the block itself, in the process that made it.")
 
     @property
     def cost(self) -> "tuple[float, float]":
@@ -401,7 +426,7 @@ class Partition(_Node):
 
 
 class Accountant:
-    """Accountant(epsilon=inf, delta=0.0, *, group_size=1, composition="basic", delta_prime=None, ledger=None)
+    """Accountant(epsilon=inf, delta=0.0, *, group_size=1, composition="basic", delta_prime=None, ledger=None, shared_ledger=False)
 
     A privacy budget and the record of what has been spent from it.
 
@@ -433,6 +458,16 @@ class Accountant:
         what it records as spent is spent. Each charge is made durable before the spend
         returns (so before any noise is drawn), and every process that opens the file
         shares the budget (:meth:`from_ledger` opens one without restating its budget).
+        A ledger found damaged counts as exhausted: :attr:`spent` shows the whole budget
+        and every spend raises :class:`LedgerDamagedError`. The ledger and its key file
+        (``<ledger>.dpfast-key``) are refused when someone else could have written them
+        (owned by another user, writable by others, symbolic links, a directory others can
+        write): see :mod:`dpfast.ledger`.
+    shared_ledger : bool, optional, keyword-only
+        Accept a ledger, key file and directory that other users can write (default
+        False). Risk: every user who can write these files, or read the key file, can
+        rewrite the history, raise the budget or remove charges undetected; use it only
+        for users you trust with the whole budget.
 
     Notes
     -----
@@ -441,6 +476,10 @@ class Accountant:
     mechanisms called with ``accountant=None`` inside the block (per thread / asyncio task,
     via :mod:`contextvars`; a thread started inside the block does not inherit it, so pass
     ``accountant=`` explicitly there).
+
+    With a ledger the accountant holds two file descriptors: :meth:`close` releases them
+    (so does garbage collection); ``with contextlib.closing(acct):`` closes it at the end of
+    a block (``with acct:`` keeps its meaning: it makes ``acct`` the default accountant).
 
     Across processes: an accountant without a ledger lives in the memory of the process that
     made it. It cannot be pickled (so it is not sent to ``spawn`` or ``forkserver``
@@ -479,7 +518,8 @@ class Accountant:
                  group_size: int | numbers.Integral = 1,
                  composition: "Literal['basic', 'advanced']" = "basic",
                  delta_prime: float | None = None,
-                 ledger: "str | os.PathLike[str] | None" = None) -> None:
+                 ledger: "str | os.PathLike[str] | None" = None,
+                 shared_ledger: bool = False) -> None:
         func = "Accountant"
         if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
             eps = math.inf
@@ -489,19 +529,19 @@ class Accountant:
                             low_open=False, high_open=False)
         if (isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral)):
             raise TypeError(f"The 'group_size' parameter of {func} must be an int >= 1. "
-                            f"Got {group_size!r} instead.")
+                            f"Got {_shown(group_size)} instead.")
         if group_size < 1:
             raise ValueError(f"The 'group_size' parameter of {func} must be an int >= 1. "
-                             f"Got {group_size!r} instead.")
+                             f"Got {_shown(group_size)} instead.")
         if not isinstance(composition, str):
             raise TypeError(f"The 'composition' parameter of {func} must be 'basic' or "
-                            f"'advanced'. Got {composition!r} instead.")
+                            f"'advanced'. Got {_shown(composition)} instead.")
         if composition not in ("basic", "advanced"):
             raise ValueError(f"The 'composition' parameter of {func} must be 'basic' or "
-                             f"'advanced'. Got {composition!r} instead.")
+                             f"'advanced'. Got {_shown(composition)} instead.")
         if composition == "basic" and delta_prime is not None:
             raise ValueError(f"The 'delta_prime' parameter of {func} applies only with "
-                             f"composition='advanced'. Got {delta_prime!r} instead.")
+                             f"composition='advanced'. Got {_shown(delta_prime)} instead.")
         if composition == "advanced":
             if delta_prime is None:
                 raise ValueError(f"The 'delta_prime' parameter of {func} is required with "
@@ -516,10 +556,16 @@ class Accountant:
             dp_ = None
         if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
             raise TypeError(f"The 'ledger' parameter of {func} must be a path (str or "
-                            f"os.PathLike) or None. Got {ledger!r} instead.")
+                            f"os.PathLike) or None. Got {_shown(ledger)} instead.")
+        if type(shared_ledger) is not bool:
+            raise TypeError(f"The 'shared_ledger' parameter of {func} must be True or False. "
+                            f"Got {_shown(shared_ledger)} instead.")
+        if shared_ledger and ledger is None:
+            raise ValueError(f"The 'shared_ledger' parameter of {func} applies only with "
+                             "ledger=. Got True instead.")
         self._setup(eps, dlt, int(group_size), dp_)
         if ledger is not None:
-            self._attach(LedgerFile(ledger, self._header()))
+            self._attach(_open_ledger(ledger, self._header(), shared_ledger))
 
     def _setup(self, eps: float, dlt: float, k: int, delta_prime: float | None) -> None:
         self._k = k
@@ -551,6 +597,9 @@ class Accountant:
         self._ledger_file = file
         self._simple = False
         _in_memory.discard(self)
+        # Descriptors are closed when the accountant is collected (the finaliser holds the
+        # file, not the accountant).
+        self._finalizer = weakref.finalize(self, file.close)
         with self._tally:
             file.lock()
             try:
@@ -558,9 +607,38 @@ class Accountant:
             finally:
                 file.unlock()
 
+    def close(self) -> None:
+        """Close the ledger file's descriptors (nothing to do without a ledger).
+
+        The accountant cannot spend or read its ledger afterwards (:class:`LedgerError`);
+        every charge made is already durable. ``with contextlib.closing(acct):`` closes it
+        at the end of a block.
+        """
+        if self._ledger_file is not None:
+            with self._tally:
+                self._finalizer()
+
     @classmethod
-    def from_ledger(cls, path: "str | os.PathLike[str]") -> "Accountant":
+    def from_ledger(cls, path: "str | os.PathLike[str]", *,
+                    shared_ledger: bool = False) -> "Accountant":
         """The accountant of an existing ledger file, with the budget the file holds.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The ledger file.
+        shared_ledger : bool, optional, keyword-only
+            Accept files other users can write (see :class:`Accountant`; default False).
+
+        Raises
+        ------
+        FileNotFoundError
+            No ledger (and no key file) at ``path``.
+        LedgerDamagedError
+            The budget record fails, the file is empty, or the ledger was deleted while
+            its key file remains.
+        LedgerError
+            Not a ledger, the first ledger format, or files someone else could have written.
 
         Examples
         --------
@@ -570,7 +648,10 @@ class Accountant:
         >>> dp.Accountant.from_ledger(path).remaining
         (1.5, 0.0)
         """
-        file = LedgerFile(path, None)
+        if type(shared_ledger) is not bool:
+            raise TypeError("The 'shared_ledger' parameter of Accountant.from_ledger must be "
+                            f"True or False. Got {_shown(shared_ledger)} instead.")
+        file = _open_ledger(path, None, shared_ledger)
         try:
             _, eps, dlt, k, composition, dpr = file.header.split(" ")
             budget = (_amount_parse(eps), _amount_parse(dlt))
@@ -580,8 +661,8 @@ class Accountant:
                 raise ValueError(composition)
         except ValueError:
             file.close()
-            raise LedgerError(f"The ledger {file.path!r} has an unreadable budget record "
-                              f"({file.header!r}).") from None
+            raise LedgerError(f"The ledger {file.path!r} has an unreadable budget record.") \
+                from None
         acct = cls.__new__(cls)
         acct._setup(_float(budget[0]), _float(budget[1]), int(k), delta_prime)
         acct._attach(file)
@@ -598,7 +679,7 @@ class Accountant:
                 "An Accountant without a ledger lives in one process and cannot be pickled: "
                 "a copy in another process would spend the whole budget again, unseen. "
                 "Create it with ledger='FILE' to share its budget between processes.")
-        return (Accountant.from_ledger, (self._ledger_file.path,))
+        return (_reopen, (self._ledger_file.path, self._ledger_file.shared))
 
     # -- queries ---------------------------------------------------------------------
     @property
@@ -643,6 +724,8 @@ class Accountant:
             return self._remaining()
 
     def _remaining(self) -> "tuple[float, float]":
+        if self._damaged():
+            return (0.0, 0.0)
         eps, dlt = self._reported_exact()
         if eps is not self._tally.spent[0]:
             # Subtract (a decimal just above) the rounded-up advanced epsilon that `spent`
@@ -690,6 +773,8 @@ class Accountant:
 
     def _reported_exact(self) -> "tuple[_Amount, _Amount]":
         """Spent, as exact amounts (an int or inf each); call with the lock held."""
+        if self._damaged():
+            return self._budget
         if self._delta_prime is not None and self._tally.records:
             adv = self._advanced_exact(self._sum_sq, self._loss, self._n_inf,
                                        self._tally.spent[1])
@@ -894,6 +979,8 @@ class Accountant:
         e = _amount(epsilon, "epsilon", "Accountant.check")
         d = _amount(delta, "delta", "Accountant.check")
         with self._synced():
+            if self._damaged():
+                return False
             _, _, old, new, increase = self._plan(e, d, node)
             return self._fits_plan(old, new, increase)
 
@@ -931,10 +1018,17 @@ class Accountant:
                     "This Accountant was made in another process and has no ledger file: "
                     "its budget cannot be shared with this forked process. Create it with "
                     "ledger='FILE' to share a budget between processes.")
+            if node is not None and node._pid != os.getpid():
+                raise RuntimeError("This parallel block was made in another process: a "
+                                   "forked child cannot spend through it. Open a new block "
+                                   "in this process.")
             closed = node._closed() if node is not None else None
             if closed is not None:
                 raise RuntimeError(f"The parallel block {closed.path!r} has ended: spend on "
                                    "the accountant, or in a new block.")
+            file = self._ledger_file
+            if file is not None and file.damage is not None:
+                raise self._damage_error(*file.damage)
             updates, root, old, new, charge = self._plan(e, d, node)
             if not self._fits_plan(old, new, charge):
                 raise self._refusal(epsilon, delta, charge, bool(updates))
@@ -942,15 +1036,42 @@ class Accountant:
                 root._unit = os.urandom(6).hex()
             record = (epsilon, delta, label, node._path if node is not None else (), charge,
                       root._unit if root is not None else None)
-            if self._ledger_file is not None:
-                # Durable before anything changes here, and before the caller draws noise.
-                self._ledger_file.append(_charge_payload(record))
-            # Commit: nothing above has changed any state.
-            for block, cost in updates:
-                block._cost = cost
-            if root is not None:
-                root._charged = new
-            self._take(record)
+            if file is None:
+                self._commit(updates, root, new, record)
+                return
+            spent = self._tally.spent
+            amounts = (_amount_text(charge[0]), _amount_text(charge[1]),
+                       _amount_text(spent[0] + charge[0]),
+                       _amount_text(_add(spent[1], charge[1])))
+            # Write, sync and take in as one step as far as Python signal handlers go: after
+            # this returns or raises, this process's total is the file's.
+            with signals_held():
+                try:
+                    # Durable before anything changes here, and before the caller draws noise.
+                    file.append(amounts, _charge_details(record))
+                except Damaged as exc:
+                    self._tally.spent = self._budget
+                    raise self._damage_error(exc.line, exc.what) from None
+                self._commit(updates, root, new, record)
+
+    def _commit(self, updates: "list[tuple[_Node, _Cost]]", root: "_Node | None",
+                new: "_Cost", record: "tuple[object, ...]") -> None:
+        """Apply a planned spend (nothing before this has changed any state)."""
+        for block, cost in updates:
+            block._cost = cost
+        if root is not None:
+            root._charged = new
+        self._take(record)
+
+    def _damaged(self) -> bool:
+        return self._ledger_file is not None and self._ledger_file.damage is not None
+
+    def _damage_error(self, line: int, what: str) -> "LedgerDamagedError":
+        path = self._ledger_file.path if self._ledger_file is not None else "?"
+        return LedgerDamagedError(
+            f"The ledger {path!r} is damaged at line {line}: {what}. It counts as exhausted "
+            "(the whole budget spent), so nothing was charged. Inspect the file, and start a "
+            "new ledger (another file) for the budget that remains.")
 
     def _take(self, record: "tuple[object, ...]") -> None:
         """Add one charge record to the total, the records and the units; call with the lock
@@ -973,15 +1094,27 @@ class Accountant:
         return _Synced(self)
 
     def _read_ledger(self) -> None:
-        """Take in the records appended to the ledger file since the last look (call with
-        both locks held). A torn charge counts with the amounts it still shows, or as the
-        whole budget."""
+        """Take in the charges appended to the ledger file since the last look (call with
+        both locks held), checking each running total. Damage (found here or by the file)
+        exhausts the budget."""
         file = self._ledger_file
         assert file is not None
-        for payload, intact in file.read_new():
-            parsed = _parse_charge(payload, intact, self._budget)
-            if parsed is not None:
-                self._take(parsed)
+        for charge in file.read_new():
+            try:
+                cost = (_amount_parse(charge.epsilon), _amount_parse(charge.delta))
+                total = (_amount_parse(charge.total_epsilon), _amount_parse(charge.total_delta))
+            except ValueError:
+                file.mark_damaged(charge.line, "an unreadable amount")
+                break
+            if isinstance(cost[0], float):
+                file.mark_damaged(charge.line, "an infinite epsilon charge")
+                break
+            self._take(_charge_record(charge.details, (cost[0], cost[1])))
+            if self._tally.spent != total:
+                file.mark_damaged(charge.line, "the running total does not add up")
+                break
+        if file.damage is not None:
+            self._tally.spent = self._budget
 
     def _refusal(self, epsilon: float, delta: float, charge: "_Cost",
                  in_block: bool) -> BudgetExceededError:
@@ -1023,6 +1156,7 @@ class _Synced:
         acct = self._acct
         acct._tally.__enter__()
         if acct._ledger_file is not None:
+            # Read before any decision: every reader takes in the file to its real end.
             try:
                 acct._ledger_file.lock()
                 acct._read_ledger()
@@ -1040,48 +1174,50 @@ class _Synced:
         return False
 
 
-def _charge_payload(record: "tuple[object, ...]") -> str:
-    """The ledger record of one charge."""
-    epsilon, delta, label, path, charge, unit = record
+def _charge_details(record: "tuple[object, ...]") -> "dict[str, Any]":
+    """The details of one charge in the ledger: what was asked, where, by whom and when."""
+    epsilon, delta, label, path, _, unit = record
     shown = label if label is None or type(label) is str else repr(label)
-    details = {"epsilon": float(epsilon), "delta": float(delta),  # type: ignore[arg-type]
-               "label": shown, "path": list(path), "unit": unit,  # type: ignore[call-overload]
-               "pid": os.getpid(), "time": time.time()}
-    return charge_payload((_amount_text(charge[0]), _amount_text(charge[1])),  # type: ignore[index]
-                          details)
+    return {"epsilon": float(epsilon), "delta": float(delta),  # type: ignore[arg-type]
+            "label": shown, "path": list(path), "unit": unit,  # type: ignore[call-overload]
+            "pid": os.getpid(), "time": time.time()}
 
 
-def _parse_charge(payload: str, intact: bool,
-                  budget: "tuple[_Amount, _Amount]") -> "tuple[object, ...] | None":
-    """The record of a charge read from a ledger file; None for a budget record. A torn
-    charge keeps the amounts it shows, or costs the whole budget (never free)."""
-    if intact and not payload.startswith("charge "):
-        return None
-    parsed = parse_charge(payload)
-    charge: _Cost | None = None
-    details: dict[str, Any] = {}
-    if parsed is not None:
-        try:
-            charge = (_amount_parse(parsed[0]), _amount_parse(parsed[1]))  # type: ignore[assignment]
-            details = parsed[2]
-        except ValueError:
-            charge = None
-    if charge is None or charge[0] == math.inf:
-        if intact:
-            raise LedgerError(f"Unreadable ledger record {payload[:80]!r}.")
-        # Unreadable amounts: the whole budget (an unlimited epsilon budget has none to lose).
-        charge = (0 if budget[0] == math.inf else budget[0], budget[1])  # type: ignore[assignment]
-    assert charge is not None
-    label = details.get("label") if intact else "torn record"
-    return (details.get("epsilon", _float(charge[0])), details.get("delta", _float(charge[1])),
-            label, tuple(details.get("path", ())), charge,
-            details.get("unit") if intact else None)
+def _charge_record(details: "dict[str, Any]", cost: "_Cost") -> "tuple[object, ...]":
+    """The accountant's record of a charge read from a ledger file (the MAC vouches for
+    the details; odd types are still kept out of the public entries)."""
+    def number(key: str, default: float) -> float:
+        value = details.get(key)
+        return value if type(value) is float else default
+    label = details.get("label")
+    path = details.get("path")
+    unit = details.get("unit")
+    return (number("epsilon", _float(cost[0])), number("delta", _float(cost[1])),
+            label if label is None or type(label) is str else None,
+            tuple(p for p in path if type(p) is str) if type(path) is list else (),
+            cost, unit if type(unit) is str else None)
+
+
+def _open_ledger(path: "str | os.PathLike[str]", header: str | None,
+                 shared: bool) -> LedgerFile:
+    """The ledger file, with damage found at open raised as LedgerDamagedError."""
+    try:
+        return LedgerFile(path, header, shared=shared)
+    except Damaged as exc:
+        raise LedgerDamagedError(
+            f"{exc} It counts as exhausted: no accountant can charge it. Start a new ledger "
+            "(another file) for the budget that remains.") from None
+
+
+def _reopen(path: str, shared: bool) -> "Accountant":
+    """Unpickle a ledger-backed accountant: the same ledger, opened in this process."""
+    return Accountant.from_ledger(path, shared_ledger=shared)
 
 
 def _check_label(label: object, func: str) -> str | None:
     if label is not None and not isinstance(label, str):
         raise TypeError(f"The 'label' parameter of {func} must be a str or None. "
-                        f"Got {label!r} instead.")
+                        f"Got {_shown(label)} instead.")
     return label
 
 
@@ -1128,5 +1264,5 @@ def resolve_accountant(accountant: "AccountantLike | None", func: str) -> "Accou
     if not isinstance(accountant, (Accountant, ParallelBlock, Partition)):
         raise TypeError(f"The 'accountant' parameter of {func} must be a dpfast.Accountant "
                         "(or a parallel block or partition of one) or None. "
-                        f"Got {accountant!r} instead.")
+                        f"Got {_shown(accountant)} instead.")
     return accountant
