@@ -10,8 +10,9 @@
   categories): ``dpfast.crosstab`` of the table read with pandas, against
   ``dpfast.dask.crosstab`` of ``dask.dataframe.read_parquet``.
 
-Files go to a scratch directory (default: a new one under the system's temporary directory)
-and are removed afterwards, except the inputs when ``keep`` is set.
+Files go to a new directory made for the run, inside ``--scratch`` if given (never the
+scratch directory itself, which may hold anything) or under the system's temporary
+directory, and are removed afterwards unless ``keep`` is set.
 """
 from __future__ import annotations
 
@@ -207,8 +208,12 @@ def _median_time(fn: Any, repeat: int) -> tuple[Any, float]:
 
 
 def run(quick: bool = False, scratch: str | None = None, keep: bool = False) -> dict[str, Any]:
-    where = scratch or tempfile.mkdtemp(prefix="dpfast-cluster-")
-    os.makedirs(where, exist_ok=True)
+    """The report of both benchmarks. Their files go to a new directory made for this run
+    (inside ``scratch`` if given, else under the system's temporary directory), which is
+    removed afterwards unless ``keep``: never ``scratch`` itself, which may hold anything."""
+    if scratch is not None:
+        os.makedirs(scratch, exist_ok=True)
+    where = scratch_directory(scratch)
     try:
         return {"machine": machine_info(),
                 "noisy_counts": noisy_counts_from_disk(where, 10**7 if quick else 10**9,
@@ -218,6 +223,12 @@ def run(quick: bool = False, scratch: str | None = None, keep: bool = False) -> 
     finally:
         if not keep:
             shutil.rmtree(where, ignore_errors=True)
+
+
+def scratch_directory(scratch: str | None) -> str:
+    """A new, empty directory for one run's files: inside ``scratch`` (which must exist)
+    or under the system's temporary directory."""
+    return tempfile.mkdtemp(prefix="dpfast-cluster-", dir=scratch)
 
 
 def to_markdown(report: dict[str, Any]) -> str:
