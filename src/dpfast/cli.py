@@ -14,12 +14,16 @@ import importlib
 import math
 import numbers
 import os
+import secrets
+import signal
+import stat
 import sys
+import threading
 import time
-import tempfile
+from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
@@ -193,8 +197,8 @@ def _accountant(args: argparse.Namespace, default_budget: float | None = None) -
                            "too.")
         return Accountant(epsilon=default_budget if default_budget is not None else math.inf)
     _check_directory(args.ledger, "--ledger")
-    if os.path.exists(args.ledger):
-        acct = Accountant.from_ledger(args.ledger)
+    if os.path.lexists(args.ledger):
+        acct = _open_ledger(args.ledger, lambda: Accountant.from_ledger(args.ledger))
         if args.budget is not None and acct.epsilon != args.budget:
             raise CLIError(f"--ledger {args.ledger!r} holds a budget of epsilon = "
                            f"{acct.epsilon:g}, not --budget {args.budget:g} (a ledger's "
@@ -204,7 +208,32 @@ def _accountant(args: argparse.Namespace, default_budget: float | None = None) -
     if budget is None:
         raise CLIError(f"--ledger {args.ledger!r} does not exist: pass --budget EPSILON to "
                        "create it with that total budget.")
-    return Accountant(epsilon=budget, ledger=args.ledger)
+    return _open_ledger(args.ledger, lambda: Accountant(epsilon=budget, ledger=args.ledger))
+
+
+def _open_ledger(path: str, open_: "Callable[[], Accountant]") -> Accountant:
+    """``open_()``, with an error that names the --ledger file when it cannot be opened or
+    read (the library's own messages about the budget pass through unchanged)."""
+    try:
+        return open_()
+    except OSError as exc:
+        raise CLIError(f"--ledger {path!r} cannot be opened: {_os_reason(exc)}.") from None
+    except ValueError as exc:
+        text = _message(exc)
+        if path in text:
+            raise
+        raise CLIError(f"--ledger {path!r}: {text}") from None
+
+
+def _os_reason(exc: OSError) -> str:
+    """The system's reason for an OSError ("Permission denied"), without the path it names
+    (the message names the file by its option)."""
+    return exc.strerror or _message(exc)
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message, or its name when it has none (``MemoryError()``)."""
+    return str(exc) or type(exc).__name__
 
 
 def _remaining_text(acct: Accountant) -> str:
@@ -212,11 +241,9 @@ def _remaining_text(acct: Accountant) -> str:
             f"{acct.remaining[0]:g} left")
 
 
-def _output(args: argparse.Namespace, path: str, option: str,
-            inputs: Sequence[str] = ()) -> "OutputFile":
+def _output(args: argparse.Namespace, path: str, option: str) -> "OutputFile":
     """An output file of this command (see OutputFile), discarded if the command fails."""
-    target = OutputFile(path, option, args.force, inputs)
-    args.outputs.append(target)
+    target = OutputFile(path, option, args.force, args.outputs)
     return target
 
 
@@ -234,43 +261,242 @@ def _check_directory(path: str, option: str) -> None:
                        "does not exist.")
 
 
+# -- files the command must never write over ---------------------------------------------
+def _identity(path: str) -> tuple[str, "tuple[int, int] | None"]:
+    """(fully resolved path, (device, inode) when the path exists): two spellings of one
+    file agree on the first (symlinks, dangling ones too, relative paths, symlinked
+    directories) or the second (hard links)."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return real, None
+    return real, (st.st_dev, st.st_ino)
+
+
+def _same_file(a: str, b: str) -> bool:
+    (real_a, id_a), (real_b, id_b) = _identity(a), _identity(b)
+    return real_a == real_b or (id_a is not None and id_a == id_b)
+
+
+#: The file the ledger keeps its key in, beside the ledger itself.
+LEDGER_KEY_SUFFIX = ".dpfast-key"         # (dpfast.ledger.KEY_SUFFIX)
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before anything is created, read or charged, an output that names the
+    ledger, the ledger's key file, the input or another output, and a ledger that names the
+    input: the command would replace the budget's history or the true records."""
+    outputs = [(opt, getattr(args, dest)) for opt, dest in
+               (("--out", "out"), ("--plot", "plot"), ("--json", "json"))
+               if getattr(args, dest, None) is not None]
+    ledger = getattr(args, "ledger", None)
+    given = getattr(args, "file", None)
+    protected: list[tuple[str, str, str]] = []
+    if given is not None:
+        protected.append((given, "the input file", "(it holds the true records)"))
+    if ledger is not None:
+        protected.append((ledger, "the --ledger file", "(it holds the budget's history)"))
+        protected.append((ledger + LEDGER_KEY_SUFFIX, "the --ledger file's key file",
+                          "(it keeps the ledger's key)"))
+    for i, (opt, path) in enumerate(outputs):
+        for other, what, why in protected + [(p, o, "(the command writes both)")
+                                               for o, p in outputs[i + 1:]]:
+            if _same_file(path, other):
+                raise CLIError(f"{opt} {path!r} is {what} {why}: write the release to "
+                               "another file.")
+    if ledger is not None and given is not None and _same_file(ledger, given):
+        raise CLIError(f"--ledger {ledger!r} is the input file: the budget's history and the "
+                       "true records must be different files.")
+
+
+# -- signals ---------------------------------------------------------------------------------
+#: Signals that end the command like Ctrl-C, and the shell's exit code of each (128 + n).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+SIGNAL_WORDS = {"SIGINT": "interrupted", "SIGTERM": "terminated", "SIGHUP": "hung up"}
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread by the first stop signal (SIGINT, SIGTERM or SIGHUP)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """The command's handlers of the stop signals, installed for one ``main()`` call.
+
+    The first signal raises :class:`Interrupted`; later ones (and any once clean-up has
+    started) are only recorded, so that removing temporary files is never cut short. A
+    signal the parent process ignored (``nohup``, a background job) stays ignored, and the
+    previous handlers are put back when ``main()`` returns.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.quiet = False
+        self.previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return                   # handlers can only be set from the main thread
+        for signum in STOP_SIGNALS:
+            previous = signal.getsignal(signum)
+            if previous is signal.SIG_IGN:
+                continue
+            self.previous[signum] = previous
+            signal.signal(signum, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+            if not self.quiet:
+                raise Interrupted(signum)
+
+    def restore(self) -> None:
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        self.previous.clear()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Stop signals held back (delivered on exit) while a file is created and recorded: an
+    interruption then finds either no file or one the clean-up knows about."""
+    if not hasattr(signal, "pthread_sigmask"):       # pragma: no cover - not POSIX
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _exit_status(signum: int) -> int:
+    return 128 + int(signum)
+
+
+def _create_exclusive(path: str) -> tuple[int, int]:
+    """Create ``path`` empty, exclusively (never an existing file or a symlink), mode 0600;
+    its (device, inode)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.st_dev, st.st_ino
+
+
+def _remove_if_ours(path: str, ident: "tuple[int, int] | None",
+                    empty: bool = False) -> None:
+    """Remove ``path`` if it is still the regular file we created (same device and inode
+    when known, our user; and still empty when ``empty``): never a file someone put there
+    since."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if (stat.S_ISREG(st.st_mode) and ident in (None, (st.st_dev, st.st_ino))
+            and st.st_uid == os.geteuid() and not (empty and st.st_size)):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
 class OutputFile:
     """A file the command writes: checked and opened (as a temporary file beside it) before
     anything is released, written, then renamed into place in one step (``commit``), so
     that the path holds the old file or the complete new one, never a part. Refuses an
-    existing file unless ``force``, and the command's own input always."""
+    existing file unless ``force``; refuses, before anything is charged, what would make
+    the final rename fail (a directory this user cannot write, a read-only file system, a
+    mount point, another user's file in a sticky directory such as /tmp), and reserves a
+    new name in a sticky directory (an empty file of ours, removed if the command fails) so
+    that no one else can take it before the rename.
+
+    ``registry`` (the command's list of outputs) records the file before anything is
+    created, so that an interruption at any point finds what to remove."""
 
     def __init__(self, path: str, option: str, force: bool,
-                 inputs: Sequence[str] = ()) -> None:
+                 registry: "list[OutputFile]") -> None:
         _check_directory(path, option)
-        target = Path(path)
-        for given in inputs:
-            if target.exists() and Path(given).exists() and target.samefile(given):
-                raise CLIError(f"{option} {path!r} is the input file: write the release to "
-                               "another file (the input holds the true records).")
-        if target.exists() and not force:
+        self.path, self.option = path, option
+        self.tmp = ""
+        self._tmp_id: tuple[int, int] | None = None
+        self._reserved: tuple[int, int] | None = None
+        directory = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        self.final = os.path.join(directory, os.path.basename(path))
+        exists = os.path.lexists(self.final)
+        if exists and not force:
             raise CLIError(f"{option} {path!r} exists: pass --force to replace it.")
-        if target.exists() and not target.is_file():
+        if exists and not os.path.isfile(self.final):
             raise CLIError(f"{option} {path!r} is not a regular file.")
-        self.path = path
-        fd, self.tmp = tempfile.mkstemp(dir=target.resolve().parent,
-                                        prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
+        self._check_replaceable(directory, exists)
+        registry.append(self)
+        with _signals_held():
+            if not exists and self._sticky(directory):
+                try:
+                    self._reserved = _create_exclusive(self.final)
+                except FileExistsError:
+                    raise CLIError(f"{option} {path!r} was created by someone else while "
+                                   "the command checked it: choose another name.") from None
+            # The name is recorded before the file exists: a random name that no one can
+            # have planted, created exclusively.
+            self.tmp = os.path.join(directory, f".{os.path.basename(path)}."
+                                               f"{secrets.token_hex(8)}.tmp")
+            try:
+                self._tmp_id = _create_exclusive(self.tmp)
+            except OSError:
+                self.tmp = ""
+                raise
+
+    @staticmethod
+    def _sticky(directory: str) -> bool:
+        return bool(os.stat(directory).st_mode & stat.S_ISVTX)
+
+    def _check_replaceable(self, directory: str, exists: bool) -> None:
+        """What the final ``os.replace`` needs, checked before the charge."""
+        option, path = self.option, self.path
+        if hasattr(os, "statvfs") and os.statvfs(directory).f_flag & os.ST_RDONLY:
+            raise CLIError(f"{option} {path!r}: the directory {directory!r} is on a "
+                           "read-only file system.")
+        effective = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+        if not os.access(directory, os.W_OK | os.X_OK, **effective):
+            raise CLIError(f"{option} {path!r}: this user cannot write to the directory "
+                           f"{directory!r}.")
+        if exists and os.path.ismount(self.final):
+            raise CLIError(f"{option} {path!r} is a mount point: a new file cannot be "
+                           "renamed over it.")
+        if exists and self._sticky(directory):
+            owner = os.lstat(self.final).st_uid
+            if owner != os.geteuid() and os.stat(directory).st_uid != os.geteuid():
+                raise CLIError(f"{option} {path!r} belongs to another user in a shared "
+                               f"directory (sticky bit, like /tmp) and cannot be replaced: "
+                               "write to another name.")
 
     def commit(self) -> None:
         """Make the written temporary file durable and put it in place."""
         with open(self.tmp, "rb") as f:
             os.fsync(f.fileno())
-        os.replace(self.tmp, self.path)
+        os.replace(self.tmp, self.final)
         self.tmp = ""
+        self._reserved = None
 
     def discard(self) -> None:
+        """Remove the temporary file and an unused reservation (only files still ours)."""
         if self.tmp:
-            try:
-                os.unlink(self.tmp)
-            except FileNotFoundError:
-                pass
+            # (No inode yet only if the interruption came as the file was created: its
+            # random name, recorded first, is still ours.)
+            _remove_if_ours(self.tmp, self._tmp_id)
             self.tmp = ""
+        if self._reserved is not None:
+            _remove_if_ours(self.final, self._reserved, empty=True)
+            self._reserved = None
 
 
 def _demo_plot(path: str, eps: float, ages: "tuple[Sequence[str], ArrayLike, ArrayLike]",
@@ -314,7 +540,11 @@ def _read_column(path: str, column: str,
                  encoding: str) -> tuple[Sequence[object], Callable[[int], str]]:
     """(values, where): the column's raw values, and where(i) naming record i's position."""
     if not Path(path).is_file():
-        raise CLIError(f"FILE {path!r} is not a file.")
+        why = ("it is a directory" if Path(path).is_dir() else
+               "it does not exist" if not os.path.lexists(path) else
+               "a symbolic link to nothing" if Path(path).is_symlink() and not Path(path).exists()
+               else "not a regular file")
+        raise CLIError(f"FILE {path!r} is not a file ({why}).")
     if Path(path).suffix.lower() == ".parquet":
         return _read_parquet_column(path, column)
     return _read_csv_column(path, column, encoding)
@@ -324,23 +554,31 @@ def _decode(path: str, encoding: str) -> str:
     """The file's text; an error naming the line of the first byte that is not valid in
     ``encoding``. UTF-8 files may start with a byte-order mark (spreadsheet exports), which
     would otherwise become part of the first column's name."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
     codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
     try:
         return raw.decode(codec)
     except UnicodeDecodeError as exc:
+        # The byte's position, never the byte: it is part of a record.
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise CLIError(f"{path}, line {line}: byte 0x{raw[exc.start]:02x} is not valid "
-                       f"{encoding} text. Pass --encoding with the file's encoding (e.g. "
-                       "--encoding latin-1 or --encoding cp1252).") from None
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CLIError(f"{path}, line {line}: the byte at offset {exc.start} of the file "
+                       f"(byte {column} of the line) is not valid {encoding} text. Pass "
+                       "--encoding with the file's encoding (e.g. --encoding latin-1 or "
+                       "--encoding cp1252).") from None
 
 
-def _column_index(header: list[str], column: str, path: str) -> int:
+def _column_index(header: list[str], column: str, path: str, where: str) -> int:
+    """The column's index in ``header`` (read at ``where``). The header's names are never
+    shown: a file without a header row would show its first record."""
     if column not in header:
-        shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
-        raise CLIError(f"--column {column!r} is not a column of {path} (its columns: "
-                       f"{shown}).")
+        raise CLIError(f"--column {column!r} is not a column of {path} ({where} has "
+                       f"{len(header)} column(s); names are compared exactly, surrounding "
+                       "spaces ignored, and are not shown here).")
     if header.count(column) > 1:
         raise CLIError(f"--column {column!r} names {header.count(column)} columns of {path}; "
                        "column names must be unique.")
@@ -352,27 +590,48 @@ def _read_csv_column(path: str, column: str,
     values, lines = [], []
     with io.StringIO(_decode(path, encoding), newline="") as f:
         reader = csv.reader(f)
-        header = next(reader, None)
+        try:
+            header = next(reader, None)
+        except csv.Error as exc:
+            raise CLIError(f"{path}, line 1: not valid CSV: {_message(exc)}.") from None
         if header is None:
             raise CLIError(f"FILE {path!r} is empty: a CSV file needs a header row naming "
                            "its columns.")
-        idx = _column_index([h.strip() for h in header], column, path)
-        for row in reader:
-            if not row:
-                continue
-            if idx >= len(row):
-                raise CLIError(f"{path}, line {reader.line_num}: {len(row)} field(s), so no "
-                               f"value for --column {column!r} (field {idx + 1}).")
-            values.append(row[idx])
-            lines.append(reader.line_num)
+        idx = _column_index([h.strip() for h in header], column, path,
+                            "its header row, line 1,")
+        try:
+            for row in reader:
+                if not row:
+                    continue
+                if idx >= len(row):
+                    raise CLIError(f"{path}, line {reader.line_num}: {len(row)} field(s), "
+                                   f"so no value for --column {column!r} (field {idx + 1}).")
+                values.append(row[idx])
+                lines.append(reader.line_num)
+        except csv.Error as exc:
+            # The csv module's messages describe the fault ("field larger than field
+            # limit"), never the field.
+            raise CLIError(f"{path}, line {reader.line_num + 1}: not valid CSV: "
+                           f"{_message(exc)}.") from None
     return values, lambda i: f"{path}, line {lines[i]}"
 
 
 def _read_parquet_column(path: str,
                          column: str) -> tuple[list[Any], Callable[[int], str]]:
     pq = _optional("pyarrow.parquet", "pyarrow", "Reading a Parquet file")
-    _column_index(list(pq.read_schema(path).names), column, path)
-    values = pq.read_table(path, columns=[column]).column(column).to_pylist()
+    try:
+        names = list(pq.read_schema(path).names)
+    except OSError as exc:
+        raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
+    except Exception as exc:       # pyarrow's errors (ArrowInvalid, ...): not Parquet
+        raise CLIError(f"FILE {path!r} is not a readable Parquet file "
+                       f"({type(exc).__name__}).") from None
+    _column_index(names, column, path, "its schema")
+    try:
+        values = pq.read_table(path, columns=[column]).column(column).to_pylist()
+    except Exception as exc:       # a corrupt row group or page; Arrow's text may quote data
+        raise CLIError(f"FILE {path!r}: column {column!r} cannot be read as Parquet "
+                       f"({type(exc).__name__}).") from None
     return values, lambda i: f"{path}, row {i + 1}"
 
 
@@ -507,7 +766,7 @@ def _histogram(args: argparse.Namespace, out: TextIO) -> int:
         cells = len(cats) + bool(args.other)
     _check_epsilon(args.epsilon)
     bound = max_error_bound(cells, epsilon=args.epsilon, beta=args.beta)
-    target = None if args.out is None else _output(args, args.out, "--out", [args.file])
+    target = None if args.out is None else _output(args, args.out, "--out")
     acct = _accountant(args)
     values, where = _read_column(args.file, args.column, args.encoding)
 
@@ -678,6 +937,16 @@ _confidence = _arg(float, lambda x: 0 < x < 1, "the confidence must be in (0, 1)
 _seed = _arg(int, lambda x: x >= 0, "seed must be >= 0")
 
 
+EXIT_HELP = """\
+Exit status:
+  0    success
+  1    dpfast audit: a claimed epsilon was contradicted
+  2    an error in the arguments or the input (one line on standard error; checked
+       before any budget is charged where it can be)
+  129  hung up (SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM):
+       files not yet complete are removed; a charge already made stays spent"""
+
+
 SEED_HELP = ("seed the noise generator: reproducible output for tests and demonstrations. "
              "Anyone who knows the seed can remove the noise, so never for a real release")
 
@@ -734,7 +1003,7 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dpfast", description=__doc__,
+    parser = argparse.ArgumentParser(prog="dpfast", description=__doc__, epilog=EXIT_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dpfast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -875,20 +1144,35 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     args = parser.parse_args(argv)
     args.err = err or sys.stderr
     args.outputs = []
+    guard = _SignalGuard()
+    guard.install()
+    failure = None
     try:
-        return int(args.func(args, out or sys.stdout))
-    # Bad parameters or input (ValueError/TypeError from the library name the parameter;
-    # OSError names the file): a message, not a traceback.
-    except (TypeError, ValueError, OSError, csv.Error, MemoryError) as exc:
-        parser.exit(2, f"dpfast: error: {exc}\n")
-    except KeyboardInterrupt:
-        # Ctrl-C: one line and the shell's code for SIGINT. Files not yet complete are
-        # removed below; a charge already made stays spent.
-        print("dpfast: interrupted", file=args.err)
-        return 130
+        try:
+            _check_paths(args)
+            return int(args.func(args, out or sys.stdout))
+        except KeyboardInterrupt:
+            raise
+        # Bad parameters or input (ValueError/TypeError from the library name the
+        # parameter; OSError names the file): a message, not a traceback.
+        except (TypeError, ValueError, OSError, csv.Error, MemoryError) as exc:
+            guard.quiet = True
+            failure = f"dpfast: error: {_message(exc)}\n"
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, SIGTERM or SIGHUP: one line and the shell's code for the signal. Files
+        # not yet complete are removed below; a charge already made stays spent.
+        guard.quiet = True
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        word = SIGNAL_WORDS.get(signal.Signals(signum).name, "interrupted")
+        print(f"dpfast: {word}", file=args.err)
+        return _exit_status(signum)
     finally:
+        # Further signals are only recorded from here on: the clean-up runs to its end.
+        guard.quiet = True
         for target in args.outputs:
             target.discard()
+        guard.restore()
+    parser.exit(2, failure)
 
 
 if __name__ == "__main__":
