@@ -51,11 +51,9 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
-from ..accounting import resolve_accountant
+from .._release import Release
 from ..mechanisms.laplace import max_error_bound
 from ..releases.postprocess import consistent_counts
-from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
 from .workloads import Marginals, _domain, marginal_sums
 
@@ -65,7 +63,6 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from .._native import ChaCha20
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
@@ -397,20 +394,14 @@ def _sum_tables(counts: NDArray[np.int64], plan: _Plan) -> list[NDArray[np.int64
     return marginal_sums(counts, plan.sets)
 
 
-def _resolve(accountant: AccountantLike | None, rng: RngLike, threads: int | None,
-             func: str) -> tuple[AccountantLike, ChaCha20, int]:
-    """Accountant, generator and thread count, checked before the records are counted."""
-    return (resolve_accountant(accountant, func), resolve_rng(rng, func),
-            resolve_threads(threads, func))
-
-
-def _add_noise(func: str, tables: list[NDArray[np.int64]], eps: float, scale: float,
-               acct: AccountantLike, gen: ChaCha20,
-               threads: int) -> list[NDArray[np.int64]]:
-    """Charge ``eps`` once, then one kernel call noises every cell of every table."""
+def _add_noise(tables: list[NDArray[np.int64]], scale: float,
+               rel: Release) -> list[NDArray[np.int64]]:
+    """Charge the release once, then one kernel call noises every cell of every table under
+    its key."""
     flat = np.concatenate([t.reshape(-1) for t in tables])
-    release(func, acct, eps, 0.0, gen, threads, flat.size, _native.fill_discrete_laplace,
-            flat, scale, flat)
+    key = rel.charge()
+    _native.fill_discrete_laplace(key, rel.threads if flat.size > _native.CHUNK else 1, flat,
+                                  scale, flat)
     ends = np.cumsum([t.size for t in tables])
     return [part.reshape(t.shape) for part, t in zip(np.split(flat, ends[:-1]), tables)]
 
@@ -512,7 +503,7 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float, keys: Mapping[Any, Any
     func = "crosstab"
     eps = _v.check_epsilon(epsilon, func)
     scale = _scale(1, eps, func)
-    acct, gen, nthreads = _resolve(accountant, rng, threads, func)
+    rel = Release(func, accountant, eps, 0.0, rng, threads)   # checked before the counting
     names = _check_columns(columns, func)
     cols = {n: _column(frame, n, "columns", func) for n in names}
     mapping = _keys_mapping(keys, frame, func)
@@ -524,8 +515,8 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float, keys: Mapping[Any, Any
     plan = _plan(tuple(names), tuple(len(cats[n]) for n in names), None,
                  [tuple(names)], func)
     codes = _frame_codes(frame, names, cats, "columns", func)
-    table = _count_codes(dict(enumerate(codes)), plan, nthreads)
-    noisy = _add_noise(func, table, eps, scale, acct, gen, nthreads)[0]
+    table = _count_codes(dict(enumerate(codes)), plan, rel.threads)
+    noisy = _add_noise(table, scale, rel)[0]
     if _is_frame(frame):
         return _label(noisy, tuple(names), _indexes(cats, True))
     return noisy, tuple(cats[n] for n in names)
@@ -748,7 +739,7 @@ def marginals(frame_or_counts: Any, *, epsilon: float, k: int | None = 2,
     func = "marginals"
     eps = _v.check_epsilon(epsilon, func)
     how = _check_method(method, func)
-    acct, gen, nthreads = _resolve(accountant, rng, threads, func)
+    rel = Release(func, accountant, eps, 0.0, rng, threads)   # checked before the counting
     data = frame_or_counts
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(data, pd.Series):
@@ -765,8 +756,8 @@ def marginals(frame_or_counts: Any, *, epsilon: float, k: int | None = 2,
     scale = _scale(len(plan.sets), eps, func)
     if how == "consistent":
         _check_components(plan, func)
-    exact = _count_codes(codes, plan, nthreads) if records else _sum_tables(counts, plan)
-    noisy = _add_noise(func, exact, eps, scale, acct, gen, nthreads)
+    exact = _count_codes(codes, plan, rel.threads) if records else _sum_tables(counts, plan)
+    noisy = _add_noise(exact, scale, rel)
     arrays = noisy if how == "independent" else _consistent(plan, noisy)
     return MarginalRelease(plan, list(arrays), how, eps, cats, _is_frame(data))
 
