@@ -63,8 +63,8 @@ def test_the_charge_is_on_disk_before_the_noise(path):
     file = acct._ledger_file
     append, seen = file.append, []
 
-    def watched(payload):
-        append(payload)                           # written and synced ...
+    def watched(amounts, details):
+        append(amounts, details)                  # written and synced ...
         seen.append((os.path.getsize(path), rng_state(rng)))   # ... with nothing drawn yet
 
     file.append = watched
@@ -149,19 +149,21 @@ def _truncate(path, keep):
         f.truncate(keep)
 
 
-def test_a_torn_last_record_counts_as_spent(path):
+# These three replace the first format's rule (a torn or corrupted record counted at the
+# amounts it still showed, and the file usable after it): any damage now exhausts the ledger,
+# and every spend is refused naming the line (see test_ledger_integrity.py for each kind).
+def test_a_torn_last_record_exhausts_the_ledger(path):
     acct = dp.Accountant(epsilon=1.0, ledger=path)
     acct.spend(0.25)
     acct.spend(0.5, label="torn later")
     data = open(path, "rb").read()
     last = data.rstrip(b"\n").rfind(b"\n") + 1
-    # Cut inside the details: the amounts can still be read and count.
-    _truncate(path, last + len(b"charge 5e-1 0e0 {") + 3)
+    _truncate(path, last + len(b"charge 2 5e-1 0e0 ") + 3)   # amounts still readable
     torn = dp.Accountant.from_ledger(path)
-    assert torn.spent == (0.75, 0.0)
-    assert torn.ledger[-1].label == "torn record"
-    torn.spend(0.25)                              # the file stays usable after it
-    assert dp.Accountant.from_ledger(path).spent == (1.0, 0.0)
+    assert torn.spent == (1.0, 0.0) and torn.remaining == (0.0, 0.0)
+    with pytest.raises(dp.LedgerDamagedError, match="line 3: the record is cut short"):
+        torn.spend(1e-9)
+    assert os.path.getsize(path) == last + len(b"charge 2 5e-1 0e0 ") + 3
 
 
 def test_a_record_torn_before_its_amounts_costs_the_whole_budget(path):
@@ -172,21 +174,23 @@ def test_a_record_torn_before_its_amounts_costs_the_whole_budget(path):
     last = data.rstrip(b"\n").rfind(b"\n") + 1
     _truncate(path, last + 4)                     # "char": nothing readable
     torn = dp.Accountant.from_ledger(path)
-    assert torn.spent == (1.25, 1e-6)            # never free: the budget is exhausted
+    assert torn.spent == (1.0, 1e-6)             # never free: the budget is exhausted
     with pytest.raises(dp.BudgetExceededError):
         torn.spend(1e-9)
 
 
-def test_a_corrupted_record_in_the_middle_is_refused(path):
+def test_a_corrupted_record_in_the_middle_exhausts_the_ledger(path):
     acct = dp.Accountant(epsilon=1.0, ledger=path)
     acct.spend(0.25)
     acct.spend(0.5)
     data = bytearray(open(path, "rb").read())
     first_charge = data.index(b"\ncharge ") + 1
-    data[first_charge + 7] = ord("9")             # an amount changed: the checksum fails
-    open(path, "wb").write(bytes(data))
-    # A damaged record whose line is complete counts as torn: its (readable) amounts.
-    assert dp.Accountant.from_ledger(path).spent[0] >= 0.75
+    data[first_charge + 9] = ord("9")             # an amount changed: the checksum fails
+    open(path, "r+b").write(bytes(data))
+    again = dp.Accountant.from_ledger(path)
+    assert again.spent == (1.0, 0.0)
+    with pytest.raises(dp.LedgerDamagedError, match="line 2: the record fails its checksum"):
+        again.spend(1e-9)
 
 
 def test_a_process_killed_while_spending_leaves_a_consistent_ledger(path):
