@@ -352,13 +352,13 @@ def _check_counts(counts: ArrayLike, queries: Workload, func: str) -> NDArray[np
     flat = data.reshape(-1)
     bad = (flat < 0) | (flat != np.floor(flat))
     if bad.any():
+        what = "is negative" if flat[np.argmax(bad)] < 0 else "is not a whole number"
         raise ValueError(f"The 'counts' parameter of {func} must hold non-negative whole "
-                         f"numbers (counts of records). Got {flat[np.argmax(bad)]!r} at flat "
-                         "index " f"{int(np.argmax(bad))} instead.")
+                         f"numbers (counts of records). Got "
+                         f"{_v.entry_at(bad.reshape(data.shape), what)} instead.")
     if float(flat.sum(dtype=np.float64)) > _MAX_RECORDS:
         raise ValueError(f"The 'counts' parameter of {func} must sum to at most 2**52 "
-                         f"records. Got a sum of {float(flat.sum(dtype=np.float64)):g} "
-                         "instead.")
+                         "records. Got a larger sum instead.")
     return flat.astype(np.int64)
 
 

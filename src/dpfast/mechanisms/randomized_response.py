@@ -267,9 +267,8 @@ def _check_bits(bits: ArrayLike, func: str, name: str = "bits") -> NDArray[np.ui
                         f"not dtype {arr.dtype}. Got {_v.describe(bits)} instead.")
     ok = (arr == 0) | (arr == 1)            # NaN compares False: reported as bad
     if not ok.all():
-        idx = tuple(int(i) for i in np.unravel_index(int(np.argmin(ok)), arr.shape))
         raise ValueError(f"The {name!r} parameter of {func} must contain only 0 and 1. "
-                         f"Got {arr[idx].item()!r} at index {idx} instead.")
+                         f"Got {_v.entry_at(~ok, 'is not 0 or 1')} instead.")
     return np.asarray(arr, dtype=np.uint8, order="C")
 
 
@@ -426,16 +425,20 @@ def randomized_response_categorical(values: ArrayLike,
         if isinstance(categories, (str, bytes, set, frozenset, dict)) \
                 or not hasattr(categories, "__len__"):
             raise TypeError(f"The 'categories' parameter of {func} must be an ordered "
-                            f"sequence of categories or an int. Got {categories!r} instead.")
+                            f"sequence of categories or an int. Got "
+                            f"{_v.describe(categories)} instead.")
         cats = list(categories)  # type: ignore[arg-type]  # no int: numbers.Integral
         if len(cats) < 2:
             raise ValueError(f"The 'categories' parameter of {func} must have at least 2 "
-                             f"categories. Got {cats!r} instead.")
+                             f"categories. Got {_v.describe(categories)} instead.")
         k = len(cats)
-    if isinstance(cats, list) and any(isinstance(c, float) and math.isnan(c) for c in cats):
+    nan = next((i for i, c in enumerate(cats) if isinstance(c, float) and math.isnan(c)),
+               None) if isinstance(cats, list) else None
+    if nan is not None:
         # NaN never equals itself, so no value could be matched to it.
         raise ValueError(f"The 'categories' parameter of {func} must not contain NaN. "
-                         f"Got {cats!r} instead.")
+                         f"Got {_v.describe(categories)} with a NaN at "
+                         f"{_v.position(nan)} instead.")
     arr = _v.as_array(values, "values", func) if isinstance(values, np.ndarray) else None
     if isinstance(cats, range) and arr is not None and arr.dtype.kind in "iu":
         # Codes already: skip the sort-based lookup (seconds at 10^7 values).
@@ -618,12 +621,13 @@ def rr_estimate_counts(noisy_codes: ArrayLike, k: _IntLike, *, epsilon: float,
         raise ValueError(f"The 'noisy_codes' parameter of {func} must have at least one "
                          "response. Got an empty array instead.")
     if not is_int:
-        raise _v._fail(TypeError, "noisy_codes", func, "integer codes in [0, k)",
-                       noisy_codes)
+        raise _v.fail_data(TypeError, "noisy_codes", func, "integer codes in [0, k)",
+                           noisy_codes)
     lo, hi = int(codes.min()), int(codes.max())
     if lo < 0 or hi >= kk:
+        where = _v.entry_at((codes < 0) | (codes >= kk), "is outside them")
         raise ValueError(f"The 'noisy_codes' parameter of {func} must contain codes in "
-                         f"[0, {kk}) (k={kk}). Got {lo if lo < 0 else hi!r} instead.")
+                         f"[0, {kk}) (k={kk}). Got {where} instead.")
     q = _keep_probability(eps, kk)
     r = (1.0 - q) / (kk - 1)
     d = q - r

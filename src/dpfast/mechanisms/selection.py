@@ -108,9 +108,12 @@ def _utilities(values: ArrayLike, name: str, func: str) -> tuple[NDArray[Any], f
     # compiled range scan has the least overhead on small ones.
     top = float(u.max() if u.size > _BLOCK else _v.value_range(u)[1])
     if math.isnan(top) or top == math.inf:
-        bad = u[np.flatnonzero(np.isnan(u) | (u == np.inf))[0]]
+        bad = np.isnan(u) | (u == np.inf)
+        i = int(np.argmax(bad))
+        what = "is NaN" if math.isnan(u[i]) else "is +inf"
         raise ValueError(f"The {name!r} parameter of {func} must not contain NaN or +inf "
-                         f"(-inf excludes a candidate). Got {float(bad)!r} instead.")
+                         f"(-inf excludes a candidate). Got an entry at {_v.position(i)} "
+                         f"{what} instead.")
     if top == -math.inf:
         raise ValueError(f"The {name!r} parameter of {func} excludes every candidate "
                          "(all -inf).")
@@ -261,7 +264,8 @@ def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: 
         if isinstance(candidates, (str, bytes, Mapping, set, frozenset)) \
                 or not hasattr(candidates, "__len__"):
             raise TypeError(f"The 'candidates' parameter of {func} must be a sequence with "
-                            f"one element per utility. Got {candidates!r} instead.")
+                            f"one element per utility. Got {_v.describe(candidates)} "
+                            "instead.")
         cand = candidates if isinstance(candidates, np.ndarray) else list(candidates)
     if cand is not None and len(cand) != u.size:
         raise ValueError(f"The 'candidates' parameter of {func} must have one element per "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..validation import _fail, as_array, check_data, check_real
+from ..validation import _fail, as_array, check_data, check_real, entry_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -93,10 +93,6 @@ def _check_integer_total(total: object, func: str, high: int) -> int:
     if value > high:
         raise _fail(ValueError, "total", func, f"{rule} at most {high}", total)
     return value
-
-
-def _first_index(mask: "NDArray[np.bool_]", shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), shape))
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -210,8 +206,7 @@ def _project_flat(v: "NDArray[np.float64]", total: float) -> "NDArray[np.float64
             t -= low
         if not math.isfinite(t) or not math.isfinite(anchor):
             raise ValueError("The 'values' and 'total' parameters of project_simplex are too "
-                             f"large for float64 arithmetic. Got total={total!r} and values "
-                             f"up to {float(v.max())!r} instead.")
+                             "large for float64 arithmetic: scale them down.")
         np.subtract(d, t, out=d)
     # x first: maximum(x, 0.0) turns -0.0 into +0.0.
     return np.maximum(d, 0.0, out=d)
@@ -276,15 +271,18 @@ def _give_units(base: "NDArray[np.int64]", frac: "NDArray[np.float64]", r: int) 
 
 
 def _unreachable_total(total: int, low: int, k: int, func: str) -> ValueError:
-    return ValueError(f"The 'total' parameter of {func} must be between sum(floor(x)) = {low} "
-                      f"and sum(floor(x)) + x.size = {low + k}. Got {total!r} instead.")
+    # sum(floor(x)) is a statistic of the data: the message says which side, not the sum.
+    side = "above sum(floor(x)) + x.size" if total > low + k else "below sum(floor(x))"
+    return ValueError(f"The 'total' parameter of {func} must be between sum(floor(x)) and "
+                      f"sum(floor(x)) + x.size (x.size = {k}). Got total={total!r}, "
+                      f"{side}, instead.")
 
 
 def _check_floor_sum(estimate: float, func: str) -> None:
     # Beyond 2^62 the exact int64 sum of the floors could wrap around.
     if estimate >= 2.0**62:
         raise ValueError(f"The 'x' parameter of {func} must have sum(floor(x)) below 2^62. "
-                         f"Got a sum of about {estimate:g} instead.")
+                         "Got a larger sum instead.")
 
 
 def _largest_remainder(x: "NDArray[Any]", total: int, func: str,
@@ -488,9 +486,8 @@ def round_preserving_sum(x: "ArrayLike", total: "_Total") -> "NDArray[np.int64]"
     total = _check_integer_total(total, func, 2**63 - 1)
     negative = arr < 0
     if negative.any():
-        idx = _first_index(negative, arr.shape)
         raise ValueError(f"The 'x' parameter of {func} must be non-negative. Got "
-                         f"{arr[idx].item()!r} at index {idx} instead.")
+                         f"{entry_at(negative, 'is negative')} instead.")
     flat = arr.reshape(-1)
     if not is_int:
         return _largest_remainder(flat, total, func, repair=False).reshape(arr.shape)
@@ -568,7 +565,7 @@ def consistent_counts(counts: "ArrayLike", total: "_Total | None" = None) -> "ND
             s = float(np.sum(arr))
         if not s <= MAX_TOTAL:          # also catches a sum that overflowed to inf
             raise ValueError(f"The 'counts' parameter of {func} must sum to at most 2^53 "
-                             f"when 'total' is None. Got a sum of {s!r} instead.")
+                             "when 'total' is None. Got a larger sum instead (pass 'total').")
         total = max(0, round(s))
     else:
         total = _check_integer_total(total, func, MAX_TOTAL)
