@@ -409,6 +409,24 @@ def _remove_if_ours(path: str, ident: "tuple[int, int] | None",
             pass
 
 
+def _is_mount_point(path: str) -> bool:
+    """Whether ``path`` is mounted on (``os.replace`` over it fails with EBUSY). A file
+    bind-mounted from the same file system has its parent's device, which
+    ``os.path.ismount`` compares: the mount table names it."""
+    if os.path.ismount(path):
+        return True
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            table = f.read()
+    except OSError:
+        return False
+    # Field 5 is the mount point, with space, tab, newline and backslash as octal escapes.
+    escaped = (path.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
+               .replace("\n", "\\012"))
+    return any(len(fields) > 4 and fields[4] == escaped
+               for fields in (line.split(" ") for line in table.splitlines()))
+
+
 class OutputFile:
     """A file the command writes: checked and opened (as a temporary file beside it) before
     anything is released, written, then renamed into place in one step (``commit``), so
@@ -469,7 +487,7 @@ class OutputFile:
         if not os.access(directory, os.W_OK | os.X_OK, **effective):
             raise CLIError(f"{option} {path!r}: this user cannot write to the directory "
                            f"{directory!r}.")
-        if exists and os.path.ismount(self.final):
+        if exists and _is_mount_point(self.final):
             raise CLIError(f"{option} {path!r} is a mount point: a new file cannot be "
                            "renamed over it.")
         if exists and self._sticky(directory):
