@@ -629,7 +629,7 @@ def _read_csv_column(path: str, column: str,
         except csv.Error as exc:
             # The csv module's messages describe the fault ("field larger than field
             # limit"), never the field.
-            raise CLIError(f"{path}, line {reader.line_num + 1}: not valid CSV: "
+            raise CLIError(f"{path}, line {reader.line_num}: not valid CSV: "
                            f"{_message(exc)}.") from None
     return values, lambda i: f"{path}, line {lines[i]}"
 
@@ -640,6 +640,9 @@ def _read_parquet_column(path: str,
     try:
         names = list(pq.read_schema(path).names)
     except OSError as exc:
+        if exc.errno is None:      # pyarrow's own OSError: the text may quote the file
+            raise CLIError(f"FILE {path!r} is not a readable Parquet file "
+                           f"({type(exc).__name__}).") from None
         raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
     except Exception as exc:       # pyarrow's errors (ArrowInvalid, ...): not Parquet
         raise CLIError(f"FILE {path!r} is not a readable Parquet file "
