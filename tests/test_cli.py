@@ -173,7 +173,7 @@ def test_missing_numeric_value_is_an_error_naming_the_line(people, capsys):
     path = people.parent / "people2.csv"
     path.write_text(PEOPLE.replace("cy,?,", "cy,30,"))
     fails(["histogram", path, "--column", "age", "--bins", "0,50,100", *EXACT], capsys,
-          rf"line {GUS_LINE}: missing value ''")
+          rf"line {GUS_LINE}: missing value \(empty\)")
 
 
 def test_missing_categorical_value(tmp_path, capsys):

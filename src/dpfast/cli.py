@@ -661,7 +661,9 @@ def _is_missing(value: object) -> bool:
 
 
 def _missing_error(where: str, value: object, column: str) -> CLIError:
-    shown = "(null)" if value is None else repr(value)
+    # Only the kind of missing value: a cell that holds "  ?" would be shown as data.
+    shown = ("(null)" if value is None else "(empty)" if not str(value).strip()
+             else repr(str(value).strip()))
     return CLIError(f"{where}: missing value {shown} in column {column!r}. Pass "
                     "--drop-missing to drop records with a missing value before counting.")
 
@@ -1171,7 +1173,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     try:
         try:
             _check_paths(args)
-            return int(args.func(args, out or sys.stdout))
+            code = int(args.func(args, out or sys.stdout))
+            # From here a signal no longer interrupts: the command has finished.
+            guard.quiet = True
+            return code
         except KeyboardInterrupt:
             raise
         # Bad parameters or input (ValueError/TypeError from the library name the
