@@ -482,7 +482,10 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "dpfast", "bench", "--size", "10000000",
                              "--repeat", "50", "--no-libraries", "--json", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3.0)
+    deadline = time.monotonic() + 60          # until the command is at work (its temporary)
+    while not list(tmp_path.glob(".bench.json.*.tmp")) and time.monotonic() < deadline:
+        assert proc.poll() is None
+        time.sleep(0.005)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, (stdout, stderr)
