@@ -31,6 +31,7 @@ from . import __version__
 from . import _native
 from .accounting import Accountant
 from .datasets import load_adult
+from .ledger import KEY_SUFFIX
 from .mechanisms import laplace_mechanism, laplace_privacy_loss, max_error_bound
 from .releases import count_categories, histogram
 from .rng import default_threads
@@ -280,7 +281,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 #: The file the ledger keeps its key in, beside the ledger itself.
-LEDGER_KEY_SUFFIX = ".dpfast-key"         # (dpfast.ledger.KEY_SUFFIX)
+LEDGER_KEY_SUFFIX = KEY_SUFFIX
 
 
 def _check_paths(args: argparse.Namespace) -> None:
