@@ -39,7 +39,17 @@ def default_rng(seed: SeedLike = None) -> np.random.Generator:
     >>> g.integers(0, 10, size=3).shape
     (3,)
     """
-    return np.random.Generator(ChaCha20(seed))
+    exc: type[Exception]
+    try:
+        return np.random.Generator(ChaCha20(seed))
+    except TypeError:
+        exc = TypeError
+    except ValueError:
+        exc = ValueError
+    # A seed is a key, which numpy's SeedSequence error prints: raised here, outside the
+    # handler, so that no traceback carries that error as the context of this one.
+    raise exc("The 'seed' parameter of default_rng must be None, a non-negative int, a "
+              f"sequence of them or a numpy SeedSequence. Got {_v.describe(seed)} instead.")
 
 
 _global: ChaCha20 | None = None
