@@ -676,3 +676,174 @@ def test_category_codes_of_integers_by_lookup_table_match_the_general_path():
     # Categories that are not small integers take the general path.
     assert category_codes(np.array([1, 2]), [1.0, 2.0], "f").tolist() == [0, 1]
     assert category_codes(np.array([0, 2**20]), [0, 2**20], "f").tolist() == [0, 1]
+
+
+# -- Arrow arrays as data ----------------------------------------------------------------------
+# Every public function that takes data reads a pyarrow Array or ChunkedArray as it reads the
+# numpy array of the same values: the same release for the same seed.
+
+def _arrow_forms(values):
+    pa = pytest.importorskip("pyarrow", reason="Arrow input needs pyarrow")
+    arr = np.asarray(values)
+    half = len(arr) // 2
+    return [arr, pa.array(arr), pa.chunked_array([pa.array(arr[:half]), pa.array(arr[half:])])]
+
+
+def _plain(result):
+    """A release as comparable Python data (arrays, tuples, release objects)."""
+    if isinstance(result, np.ndarray):
+        return ("array", str(result.dtype), result.shape, result.tobytes())
+    if isinstance(result, (tuple, list)):
+        return tuple(_plain(r) for r in result)
+    if isinstance(result, dict):
+        return tuple(sorted((str(k), _plain(v)) for k, v in result.items()))
+    if hasattr(result, "__dict__") and not isinstance(result, type):
+        return tuple(sorted((k, _plain(v)) for k, v in vars(result).items()
+                            if not k.startswith("_")))
+    if isinstance(result, float) and math.isnan(result):
+        return "nan"
+    return result
+
+
+def _release(f):
+    return lambda x: f(x, dp.Accountant(delta=1e-3), dp.ChaCha20(7))
+
+
+COUNTS8 = np.array([4, 0, 9, 3, 12, 7, 1, 5])
+REALS8 = np.array([0.5, 1.25, -3.0, 2.0, 9.5, 0.0, 4.0, 1.5])
+BITS8 = np.array([True, False, True, True, False, False, True, False])
+
+ARROW_CASES = {
+    "noisy_counts-int": (COUNTS8, _release(lambda x, a, g: dp.noisy_counts(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "noisy_counts-float": (REALS8, _release(lambda x, a, g: dp.noisy_counts(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "histogram": (REALS8, _release(lambda x, a, g: dp.histogram(
+        x, 4, range=(-4, 10), epsilon=1.0, accountant=a, rng=g))),
+    "histogramdd": (REALS8, _release(lambda x, a, g: dp.histogramdd(
+        [x, x], 2, range=[(-4, 10), (-4, 10)], epsilon=1.0, accountant=a, rng=g))),
+    "count_categories-int": (COUNTS8, _release(lambda x, a, g: dp.count_categories(
+        x, [0, 4, 9], epsilon=1.0, other=True, accountant=a, rng=g))),
+    "count_categories-str": (np.array(list("abcabcaa")), _release(
+        lambda x, a, g: dp.count_categories(x, ["a", "b"], epsilon=1.0, other=True,
+                                            accountant=a, rng=g))),
+    "laplace_mechanism-int": (COUNTS8, _release(lambda x, a, g: dp.laplace_mechanism(
+        x, sensitivity=1.0, epsilon=1.0, accountant=a, rng=g))),
+    "laplace_mechanism-float": (REALS8, _release(lambda x, a, g: dp.laplace_mechanism(
+        x, sensitivity=1.0, epsilon=1.0, accountant=a, rng=g))),
+    "gaussian_mechanism": (REALS8, _release(lambda x, a, g: dp.gaussian_mechanism(
+        x, sensitivity=1.0, epsilon=1.0, delta=1e-6, accountant=a, rng=g))),
+    "exponential_mechanism": (REALS8, _release(lambda x, a, g: dp.exponential_mechanism(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "permute_and_flip": (REALS8, _release(lambda x, a, g: dp.permute_and_flip(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "report_noisy_max": (COUNTS8, _release(lambda x, a, g: dp.report_noisy_max(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "top_k": (REALS8, _release(lambda x, a, g: dp.top_k(
+        x, 3, epsilon=1.0, accountant=a, rng=g))),
+    "randomized_response-bool": (BITS8, _release(lambda x, a, g: dp.randomized_response(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "randomized_response-int": (BITS8.astype(np.int8), _release(
+        lambda x, a, g: dp.randomized_response(x, epsilon=1.0, accountant=a, rng=g))),
+    "randomized_response_categorical-codes": (COUNTS8 % 3, _release(
+        lambda x, a, g: dp.randomized_response_categorical(x, 3, epsilon=1.0, accountant=a,
+                                                           rng=g))),
+    "randomized_response_categorical-str": (np.array(list("abcabcaa")), _release(
+        lambda x, a, g: dp.randomized_response_categorical(x, ["a", "b", "c"], epsilon=1.0,
+                                                           accountant=a, rng=g))),
+    "rr_estimate_counts": (COUNTS8 % 3, lambda x: dp.rr_estimate_counts(x, 3, epsilon=1.0)),
+    "rr_estimate_proportion": (BITS8, lambda x: dp.rr_estimate_proportion(x, epsilon=1.0)),
+    "census_hierarchy": (COUNTS8, _release(lambda x, a, g: dp.census_hierarchy(
+        x, [np.zeros(2, int), np.array([0, 0, 0, 0, 1, 1, 1, 1])], epsilon=1.0,
+        accountant=a, rng=g))),
+    "tree_mechanism": (COUNTS8, _release(lambda x, a, g: dp.tree_mechanism(
+        x, epsilon=1.0, accountant=a, rng=g))),
+    "crosstab": (np.array(list("abcabcaa")), _release(lambda x, a, g: dp.crosstab(
+        {"c": x}, "c", keys={"c": ["a", "b", "c"]}, epsilon=1.0, accountant=a, rng=g))),
+    "mwem": (COUNTS8, _release(lambda x, a, g: dp.mwem(
+        x, dp.workloads.Prefixes(8), epsilon=1.0, rounds=2, accountant=a, rng=g))),
+    "smalldb": (COUNTS8[:4], _release(lambda x, a, g: dp.smalldb(
+        x, dp.workloads.Prefixes(4), epsilon=1.0, alpha=0.5, accountant=a, rng=g))),
+    "PrivateMultiplicativeWeights": (COUNTS8, _release(
+        lambda x, a, g: dp.PrivateMultiplicativeWeights(
+            x, epsilon=1.0, alpha=0.3, accountant=a, rng=g).answer(dp.workloads.Prefixes(8)))),
+    "AboveThreshold": (REALS8, _release(lambda x, a, g: dp.AboveThreshold(
+        3.0, epsilon=1.0, accountant=a, rng=g).query(x))),
+    "Sparse": (COUNTS8, _release(lambda x, a, g: dp.Sparse(
+        6, epsilon=1.0, cutoff=2, accountant=a, rng=g).query(x))),
+    "NumericSparse": (REALS8, _release(lambda x, a, g: dp.NumericSparse(
+        3.0, epsilon=1.0, cutoff=2, accountant=a, rng=g).query(x))),
+    "clip_nonnegative": (REALS8, lambda x: dp.postprocess.clip_nonnegative(x)),
+    "consistent_counts": (REALS8, lambda x: dp.postprocess.consistent_counts(x, 20)),
+    "project_simplex": (REALS8, lambda x: dp.postprocess.project_simplex(x, 5.0)),
+    "round_preserving_sum": (np.abs(REALS8), lambda x: dp.postprocess.round_preserving_sum(
+        x, 22)),
+    "apply": (COUNTS8, lambda x: dp.postprocess.apply(x, "consistent", total=30)),
+    "Workload.answer": (REALS8, lambda x: dp.workloads.Prefixes(8).answer(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARROW_CASES))
+def test_arrow_array_and_chunked_array_give_the_numpy_release(name):
+    values, release_of = ARROW_CASES[name]
+    numpy_form, array, chunked = _arrow_forms(values)
+    expected = _plain(release_of(numpy_form))
+    assert _plain(release_of(array)) == expected
+    assert _plain(release_of(chunked)) == expected
+
+
+def test_arrow_numeric_data_is_read_without_a_copy():
+    pa = pytest.importorskip("pyarrow", reason="Arrow input needs pyarrow")
+    arrow = pa.array(np.arange(1000, dtype=np.int32))
+    arr = dp.validation.as_array(arrow, "counts", "f")
+    assert arr.dtype == np.int32 and not arr.flags.writeable
+    assert arr.__array_interface__["data"][0] == arrow.buffers()[1].address
+    # The .base chain ends in None (code looking for a memory map walks it).
+    base = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert base is None or hasattr(base, "base")
+    walk = arr
+    for _ in range(10):
+        if walk is None:
+            break
+        walk = walk.base
+    assert walk is None
+
+
+def test_arrow_nulls_and_other_types_are_refused_naming_the_argument():
+    pa = pytest.importorskip("pyarrow", reason="Arrow input needs pyarrow")
+    acct = used_accountant()
+    record = accountant_record(acct)
+    with pytest.raises(ValueError, match=r"'counts' parameter of noisy_counts must not "
+                                         r"contain nulls\..*a null at index 2"):
+        dp.noisy_counts(pa.chunked_array([[1, 2], [None, 4]]), epsilon=1.0, accountant=acct)
+    with pytest.raises(TypeError, match=r"'counts' parameter of noisy_counts.*pyarrow "
+                                        r"StringArray"):
+        dp.noisy_counts(pa.array(["a", "b"]), epsilon=1.0, accountant=acct)
+    with pytest.raises(TypeError, match=r"'value' parameter of laplace_mechanism"):
+        dp.laplace_mechanism(pa.array(["a", "b"]).dictionary_encode(), sensitivity=1.0,
+                             epsilon=1.0, accountant=acct)
+    with pytest.raises(ValueError, match=r"'values' parameter of count_categories.*null at "
+                                         r"index 1"):
+        dp.count_categories(pa.array(["a", None]).dictionary_encode(), ["a"], epsilon=1.0,
+                            accountant=acct)
+    assert accountant_record(acct) == record
+
+
+def test_arrow_dictionary_encoded_categories_count_as_their_values():
+    pa = pytest.importorskip("pyarrow", reason="Arrow input needs pyarrow")
+    values = np.array(list("abcabcaaz"))
+    chunked = pa.chunked_array([pa.array(values[:4]).dictionary_encode(),
+                                pa.array(values[4:]).dictionary_encode()])
+    for data in (pa.array(values).dictionary_encode(), chunked):
+        got = dp.count_categories(data, ["a", "b", "c"], epsilon=1.0, other=True,
+                                  accountant=dp.Accountant(), rng=3)
+        want = dp.count_categories(values, ["a", "b", "c"], epsilon=1.0, other=True,
+                                   accountant=dp.Accountant(), rng=3)
+        np.testing.assert_array_equal(got, want)
+        codes = dp.randomized_response_categorical(
+            pa.array(values[:8]).dictionary_encode(), ["a", "b", "c"], epsilon=1.0,
+            accountant=dp.Accountant(), rng=3)
+        np.testing.assert_array_equal(codes, dp.randomized_response_categorical(
+            values[:8], ["a", "b", "c"], epsilon=1.0, accountant=dp.Accountant(), rng=3))
