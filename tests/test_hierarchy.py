@@ -124,9 +124,34 @@ def test_records_outside_the_geography_are_refused_without_their_values():
     geo = pd.DataFrame({"state": ["A", "B"], "county": ["a1", "b1"]})
     records = pd.DataFrame({"state": ["A", "Z"], "county": ["a1", "secret-county"]})
     acct, gen = dp.Accountant(), dp.ChaCha20(1)
-    with pytest.raises(ValueError, match="1 records are in none") as info:
+    with pytest.raises(ValueError, match="the first at record 1") as info:
         dp.census_hierarchy(records, geo, epsilon=1.0, accountant=acct, rng=gen)
     assert "secret" not in str(info.value) and acct.spent == (0.0, 0.0)
+
+
+def test_bad_counts_are_described_by_position_not_value():
+    acct = dp.Accountant()
+    with pytest.raises(ValueError, match="index 4 is negative") as info:
+        dp.census_hierarchy(np.array([5, 0, 3, 9, -987654321, 2]), SMALL_TREE, epsilon=1.0,
+                            accountant=acct, rng=1)
+    assert "987654321" not in str(info.value) and acct.spent == (0.0, 0.0)
+
+
+def test_every_level_is_drawn_under_the_one_key_on_its_own_chunks():
+    # Level l's noise is cells [c_l * CHUNK, ...) of the release's key, c_l the chunks the
+    # levels above it take: the levels of 70,000 leaves start at chunks 0, 1 and 2.
+    from dpfast import _native
+    from dpfast.releases.cells import noisy_cells
+    par = [np.zeros(3, np.int64), np.repeat(np.arange(3), [20_000, 20_000, 30_000])]
+    counts = np.random.default_rng(3).poisson(2, 70_000)
+    params = hi.hierarchy_params(par, counts.size, 1.0, [0.2, 0.3, 0.5], "census_hierarchy")
+    plan = hi.hierarchy_plan(counts, params, None, "census_hierarchy")
+    exact = [c.copy() for c in plan.exact]
+    key = bytes(_native.Key(dp.ChaCha20(11)))
+    hi._noise_levels(_native.Key.from_bytes(key), 2, plan.exact, params.scales)
+    for level, chunk in enumerate((0, 1, 2)):
+        want = noisy_cells(key, chunk * _native.CHUNK, exact[level], params.scales[level])
+        np.testing.assert_array_equal(plan.exact[level], want)
 
 
 def test_split_and_threads():

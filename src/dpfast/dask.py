@@ -38,7 +38,10 @@ charge, to refuse NaN, infinities and out-of-range values (``check=False`` skips
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +49,11 @@ import numpy as np
 
 from . import _native
 from . import validation as _v
-from .accounting import Accountant, BudgetExceededError, resolve_accountant
+from ._release import Release
+from .accounting import BudgetExceededError
 from .releases import histograms as _hist
 from .releases import postprocess as _post
-from .releases.cells import noise_scale, noisy_cells, release_key
-from .rng import resolve_rng
+from .releases.cells import noise_scale, noisy_cells
 
 if TYPE_CHECKING:
     from .accounting import AccountantLike
@@ -155,6 +158,12 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
     if kind not in "iuf" or counts.dtype.itemsize > 8:
         raise TypeError(f"The 'counts' parameter of dpfast.dask.{func} must hold integer or "
                         f"real floating counts. Got dtype {counts.dtype} instead.")
+    if any(math.isnan(c) for dim in counts.chunks for c in dim):
+        # Each block's first cell must be known to address its noise.
+        raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} has chunks of unknown "
+                         f"size (from boolean indexing or a filter, say): call "
+                         f"counts.compute_chunk_sizes() first, or write the counts out. "
+                         f"Nothing was read or spent.")
     integer = kind in "iu"
     scale = noise_scale(epsilon, sensitivity, integer, func)
     check = _v.check_bool(check, "check", func)
@@ -163,22 +172,76 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
         raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not be empty.")
     narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
     checked = check and (not integer or counts.dtype.itemsize == 8 or narrow)
-    if checked:
-        # A bad generator, or a budget that cannot pay, is refused before the data is read.
-        rng = resolve_rng(rng, func)
-        acct = resolve_accountant(accountant, func)
-        if not acct.check(float(epsilon)):
-            raise BudgetExceededError(f"dpfast.dask.{func} needs epsilon={epsilon!r}, more "
-                                      f"than the accountant has left; nothing was read, "
-                                      f"spent or drawn.")
-        _check_values(counts, integer, scale, _int32_limit(scale) if narrow else None, func)
-        accountant = acct
-    key = release_key(func, accountant, float(epsilon), rng)
+    rel = Release(func, accountant, float(epsilon), 0.0, rng)
+    _refuse_unaffordable(rel)                      # before the data is read
     if counts.ndim > 1:
         counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
+    # The one read before the charge: every block's keyed digest (binding the release to
+    # this input) and, if checked, its extreme values.
+    blocks = list(counts.to_delayed().reshape(-1))
+    mac = os.urandom(32)
+    scans = dask.compute(*[dask.delayed(_scan_block, pure=True)(b, mac, checked)
+                           for b in blocks])
+    row = math.prod(counts.shape[1:])
+    starts = np.concatenate(([0], np.cumsum(counts.chunks[0])[:-1])) * row
+    if checked:
+        limit = _int32_limit(scale) if narrow else \
+            float(2**62) if integer else 2.0**52 * _grid(scale)
+        _check_extremes([s[1] for s in scans], starts, counts.shape, limit, func)
+    key = bytes(rel.charge())
     # Real counts not read by the check are checked block by block as they are noised.
     verify = not (integer or checked)
-    return counts.map_blocks(_noisy_block, key, scale, out_dtype, verify, dtype=out_dtype)
+    pieces = [da.from_delayed(dask.delayed(_noisy_block, pure=True)(
+                  b, key, int(start), scale, out_dtype, verify, mac, digest),
+                  shape=(n,) + counts.shape[1:], dtype=out_dtype)
+              for b, start, n, (digest, _) in zip(blocks, starts, counts.chunks[0], scans)]
+    return pieces[0] if len(pieces) == 1 else da.concatenate(pieces, axis=0)
+
+
+def _refuse_unaffordable(rel: Release) -> None:
+    if not rel.affordable():
+        raise BudgetExceededError(f"dpfast.dask.{rel.func} needs epsilon={rel.epsilon!r}, "
+                                  f"more than the accountant has left; nothing was read, "
+                                  f"spent or drawn.")
+
+
+def _digest(mac: bytes, block: np.ndarray) -> bytes:
+    """A keyed digest (HMAC-SHA-256) of a block's dtype, shape and bytes."""
+    h = hmac.new(mac, digestmod=hashlib.sha256)
+    h.update(f"{block.dtype.str} {block.shape}".encode())
+    h.update(np.ascontiguousarray(block).data)
+    return h.digest()
+
+
+def _scan_block(block: np.ndarray, mac: bytes, checked: bool,
+                ) -> tuple[bytes, tuple[Any, int, Any, int] | None]:
+    """A block's digest, and (if ``checked``) its least and greatest values with their
+    positions in the block (NaN counts as least: numpy's argmin finds the first)."""
+    digest = _digest(mac, block)
+    flat = block.reshape(-1)
+    if not checked or flat.size == 0:
+        return digest, None
+    lo, hi = int(flat.argmin()), int(flat.argmax())
+    return digest, (flat[lo].item(), lo, flat[hi].item(), hi)
+
+
+def _check_extremes(extremes: list[tuple[Any, int, Any, int] | None], starts: Any,
+                    shape: tuple[int, ...], limit: float, func: str) -> None:
+    """Refuse NaN, infinities and counts beyond ``limit`` in magnitude, naming the first
+    such cell by its position (never its value)."""
+    for ext, start in zip(extremes, starts):
+        if ext is None:
+            continue
+        for value, at in ((ext[0], ext[1]), (ext[2], ext[3])):
+            cell = tuple(int(i) for i in np.unravel_index(int(start) + at, shape))
+            if not math.isfinite(value):
+                raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not "
+                                 f"contain NaN or infinity. The count at cell {cell} is "
+                                 f"{'NaN' if math.isnan(value) else 'infinite'}.")
+            if abs(value) > limit:
+                raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must be at "
+                                 f"most {limit:g} in magnitude for this release. The count "
+                                 f"at cell {cell} is beyond that.")
 
 
 def _int32_limit(scale: float) -> int:
@@ -210,37 +273,24 @@ def _out_dtype(dtype: Any, integer: bool, counts: np.dtype[Any], scale: float, c
     return want
 
 
-def _check_values(counts: da.Array, integer: bool, scale: float, int32: int | None,
-                  func: str) -> None:
-    """Read the counts once: finite, and within what the noise can be added to exactly (and
-    stored in int32 if ``int32`` gives the limit)."""
-    lo, hi = dask.compute(counts.min(), counts.max())
-    limit = float(2**62) if integer else 2.0**52 * _grid(scale)
-    if int32 is not None:
-        limit = float(int32)
-    if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
-        raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not contain NaN "
-                         f"or infinity.")
-    if max(-float(lo), float(hi)) > limit:
-        raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must be at most "
-                         f"{limit:g} in magnitude. Got a count of {max(-lo, hi)!r} instead.")
-
-
 def _grid(scale: float) -> float:
     from .samplers import laplace_grid
     return laplace_grid(scale)[0]
 
 
-def _noisy_block(block: np.ndarray, key: bytes, scale: float, dtype: np.dtype[Any],
-                 verify: bool, block_info: Any = None) -> np.ndarray:
-    """One block: its first cell's index in the whole array (C order), then its cells."""
-    info = block_info[0]
-    shape, loc = info["shape"], info["array-location"]
-    start = sum(lo * math.prod(shape[a + 1:]) for a, (lo, _) in enumerate(loc))
+def _noisy_block(block: np.ndarray, key: bytes, start: int, scale: float,
+                 dtype: np.dtype[Any], verify: bool, mac: bytes, digest: bytes) -> np.ndarray:
+    """One block, its first cell at ``start`` in the whole array (C order): refused if it is
+    not the block digested before the charge, else its cells plus their noise."""
+    if not hmac.compare_digest(_digest(mac, block), digest):
+        raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts changed since "
+                         "the release was charged (a block differs from the one read before "
+                         "the charge): nothing of that block is released. Make a new release "
+                         "of the new counts.")
     if verify and not np.all(np.isfinite(block)):
         raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts must not "
                          "contain NaN or infinity.")
-    return noisy_cells(key, int(start), np.ascontiguousarray(block), scale,
+    return noisy_cells(key, start, np.ascontiguousarray(block), scale,
                        int32=dtype == np.int32)
 
 
@@ -321,6 +371,10 @@ def histogramdd(frame: Any, bins: Any, *, epsilon: float, range: Any = None,
     record per row), with public bins: ``(counts, edges)``, the same release as on all the
     records with the same seed."""
     func = "histogramdd"
+    dtypes = list(frame.dtypes) if hasattr(frame, "dtypes") else [frame.dtype]
+    if not all(getattr(t, "kind", "O") in "iuf" for t in dtypes):
+        raise TypeError(f"The 'frame' parameter of dpfast.dask.{func} must hold numeric "
+                        f"columns. Got dtypes {[str(t) for t in dtypes]} instead.")
     dims = len(frame.columns) if hasattr(frame, "columns") else frame.shape[1]
     _, edges = _hist.histogramdd_counts(np.empty((0, dims)), bins, range, func, 1)
     return _released_counts(func, frame, None, _histogramdd_counts, (bins, range), epsilon,
@@ -328,7 +382,14 @@ def histogramdd(frame: Any, bins: Any, *, epsilon: float, range: Any = None,
 
 
 def _histogramdd_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
-    return _hist.histogramdd_counts(np.asarray(part, dtype=np.float64), bins, range,
+    # Numeric columns (checked before reading) convert without error; a conversion that
+    # could fail would print the record.
+    values = part.to_numpy(dtype=np.float64, na_value=np.nan) if hasattr(part, "columns") \
+        else np.asarray(part)
+    if values.dtype.kind not in "iuf":
+        raise TypeError("The 'frame' parameter of dpfast.dask.histogramdd must hold numeric "
+                        f"columns. Got a block of dtype {values.dtype} instead.")
+    return _hist.histogramdd_counts(values.astype(np.float64, copy=False), bins, range,
                                     "histogramdd", 1)[0]
 
 
@@ -342,14 +403,18 @@ def census_hierarchy(frame: Any, column: Hashable, hierarchy: Any, *, epsilon: f
     level); the leaves are counted on the workers and the release made on a worker."""
     from .linear import hierarchy as _hier
     func = "census_hierarchy"
+    eps = _v.check_epsilon(epsilon, func)
     leaves = _leaf_count(hierarchy, func)
-    _check_column(frame, column, func)
-    _hier.census_hierarchy(np.zeros(leaves, dtype=np.int64), hierarchy, epsilon=epsilon,
-                           split=split, accountant=Accountant(), rng=0)     # checks only
+    _check_codes_column(frame, column, func)
+    params = _hier.hierarchy_params(hierarchy, leaves, eps, split, func)
     total = _counted(frame, [column], _code_counts, column, leaves, func)
-    seed = _seed(release_key(func, accountant, float(epsilon), rng))
-    return dask.delayed(_charged)(_hier.census_hierarchy, total, hierarchy, epsilon=epsilon,
-                                  split=split, rng=seed).compute()
+    plan = dask.delayed(_hierarchy_plan)(total, params, func)
+    return _released(func, plan, eps, accountant, rng, _hier.noisy_hierarchy)
+
+
+def _hierarchy_plan(total: np.ndarray, params: Any, func: str) -> Any:
+    from .linear import hierarchy as _hier
+    return _hier.hierarchy_plan(total, params, None, func)
 
 
 def tree_mechanism(frame: Any, column: Hashable, leaves: int, *, epsilon: float,
@@ -362,14 +427,16 @@ def tree_mechanism(frame: Any, column: Hashable, leaves: int, *, epsilon: float,
     on the workers and the tree released on a worker."""
     from .linear import tree as _tree
     func = "tree_mechanism"
+    eps = _v.check_epsilon(epsilon, func)
     n = _v.check_positive_int(leaves, "leaves", func)
-    _check_column(frame, column, func)
-    _tree.tree_mechanism(np.zeros(n, dtype=np.int64), epsilon=epsilon, branching=branching,
-                         accountant=Accountant(), rng=0)                    # checks only
+    _check_codes_column(frame, column, func)
+    if n > _tree.MAX_CELLS:
+        raise ValueError(f"The 'leaves' parameter of dpfast.dask.{func} must be at most "
+                         f"{_tree.MAX_CELLS}. Got {n} instead.")
+    params = _tree.tree_params((n,), True, eps, branching, func)
     total = _counted(frame, [column], _code_counts, column, n, func)
-    seed = _seed(release_key(func, accountant, float(epsilon), rng))
-    return dask.delayed(_charged)(_tree.tree_mechanism, total, epsilon=epsilon,
-                                  branching=branching, rng=seed).compute()
+    plan = dask.delayed(_tree.tree_plan)(total, params, func)
+    return _released(func, plan, eps, accountant, rng, _tree.noisy_tree)
 
 
 def _code_counts(part: Any, column: Hashable, n: int, func: str) -> np.ndarray:
@@ -402,6 +469,15 @@ def _public_keys(frame: Any, names: list[Hashable], keys: Any,
         if isinstance(mapping[n], (da.Array, dd.Series, dd.DataFrame)):
             raise _ct._leak(func, f"the categories of column {n!r} are a Dask collection.")
     return {n: _ct._categories(mapping[n], n, None, func) for n in names}
+
+
+def _check_codes_column(frame: Any, column: Hashable, func: str) -> None:
+    """A column of integer codes, checked by its dtype (nothing is read)."""
+    _check_column(frame, column, func)
+    dtype = frame[column].dtype
+    if getattr(dtype, "kind", "O") not in "iu":
+        raise TypeError(f"The 'frame' parameter of dpfast.dask.{func} must hold integer "
+                        f"codes in column {column!r}. Got dtype {dtype} instead.")
 
 
 def _check_column(frame: Any, column: Hashable, func: str) -> None:
@@ -443,29 +519,56 @@ def _released_counts(func: str, data: Any, columns: list[Hashable] | None, count
                      args: tuple[Any, ...], epsilon: float,
                      accountant: AccountantLike | None, rng: RngLike,
                      postprocess: Any) -> Any:
-    """The common path of the counting releases: the last checks, the counts summed on
-    the workers, the charge (before any task), the noise added on a worker."""
+    """The common path of the counting releases: the last checks, then :func:`_released`
+    of the counts summed on the workers, noised with discrete Laplace noise."""
     _hist._check_postprocess(postprocess, func)
     scale = noise_scale(epsilon, 1, True, func)
     total = _counted(data, columns, count, *args)
-    key = release_key(func, accountant, float(epsilon), rng)
-    return dask.delayed(_noise_table)(total, key, scale, postprocess).compute()
+    return _released(func, total, float(epsilon), accountant, rng, _noise_table, scale,
+                     postprocess)
 
 
-def _noise_table(counts: np.ndarray, key: bytes, scale: float, postprocess: Any) -> Any:
+def _released(func: str, counted: Any, epsilon: float, accountant: AccountantLike | None,
+              rng: RngLike, noise: Any, *args: Any) -> Any:
+    """The release phases of a DataFrame release whose arguments are checked. Check: the
+    accountant, the generator, and whether the budget can pay (nothing read if not). Read:
+    ``counted`` (a delayed count or plan, whose tasks refuse bad records) computed and kept
+    on the workers, every data error raised here. Charge. Draw: ``noise(counts, key,
+    threads, *args)`` in one task where the counts are; only its result reaches the
+    client."""
+    rel = Release(func, accountant, epsilon, 0.0, rng)
+    _refuse_unaffordable(rel)
+    counted = _read_before_charge(counted)
+    key = bytes(rel.charge())
+    return dask.delayed(_noised, pure=False)(noise, counted, key, *args).compute()
+
+
+def _read_before_charge(counted: Any) -> Any:
+    """``counted`` persisted (on the workers, with distributed), raising the first error of
+    its tasks."""
+    (persisted,) = dask.persist(counted)
+    try:
+        from distributed import futures_of, wait
+    except ImportError:                                      # pragma: no cover
+        return persisted
+    futures = futures_of(persisted)
+    if futures:
+        wait(futures)
+        for f in futures:
+            if f.status == "error":
+                raise f.exception()
+    return persisted
+
+
+def _noised(noise: Any, counted: Any, key: bytes, *args: Any) -> Any:
+    """On a worker: the release under the key its charge handed out (no accountant here:
+    the client paid)."""
+    return noise(counted, _native.Key.from_bytes(key), 1, *args)
+
+
+def _noise_table(counts: np.ndarray, key: _native.Key, threads: int, scale: float,
+                 postprocess: Any) -> Any:
     """Exact counts plus discrete Laplace noise under ``key`` (as the single-machine kernel
     draws them), post-processed."""
     noisy = noisy_cells(key, 0, np.asarray(counts, dtype=np.int64), scale)
     return _post.apply(noisy, postprocess) if postprocess is not None else noisy
-
-
-def _charged(release: Any, *args: Any, **kwargs: Any) -> Any:
-    """On a worker: a single-machine release whose charge the client has already made (its
-    own accountant is a throwaway one, made here: accountants do not travel)."""
-    return release(*args, accountant=Accountant(), **kwargs)
-
-
-def _seed(key: bytes) -> int:
-    """A generator seed from a release's key (for releases made by single-machine functions
-    on a worker)."""
-    return int.from_bytes(key, "little")

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
+from .._release import Release
 from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
 
 if TYPE_CHECKING:
@@ -111,11 +111,12 @@ def _from_frames(records: Any, geography: Any, func: str,
         raise ValueError(f"The 'hierarchy' parameter of {func} must list each leaf unit once. "
                          f"{int(leaves.duplicated().sum())} rows repeat an earlier one.")
     codes = leaves.get_indexer(pd.MultiIndex.from_frame(records[cols]))
-    outside = int((codes < 0).sum())
-    if outside:
+    outside = np.flatnonzero(codes < 0)
+    if outside.size:
+        # Neither the values nor how many records: an error message can end up in a log.
         raise ValueError(f"The 'data' parameter of {func} must have every record in a leaf "
-                         f"unit of the hierarchy. {outside} records are in none (their values "
-                         "are not shown).")
+                         f"unit of the hierarchy. Some are in none (the first at record "
+                         f"{int(outside[0])}; their values are not shown).")
     counts = np.bincount(codes, minlength=len(leaves)).astype(np.int64)
     labels: list[Any] = [pd.Index(["total"])]
     parents: list[NDArray[np.int64]] = []
@@ -216,23 +217,69 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
                          f"integer counts (one per leaf unit) or a frame of records. Got "
                          f"{_v.describe(leaves)} instead.")
     counts, _ = _v.check_data(leaves, "data", func)
-    if counts.min() < 0 or counts.sum() > 2**52:
-        raise ValueError(f"The 'data' parameter of {func} must hold counts >= 0 summing to "
-                         f"at most 2**52. Got values in [{counts.min()}, {counts.max()}] "
-                         "instead.")
-    par = _check_parents(hierarchy, counts.size, func)
+    plan = hierarchy_plan(counts, hierarchy_params(hierarchy, counts.size, eps, split, func),
+                          labels, func)
+    rel = Release(func, accountant, eps, 0.0, rng, threads, plan.size)
+    return noisy_hierarchy(plan, rel.charge(), rel.threads)
+
+
+class HierarchyParams:
+    """What a hierarchy release knows before it sees a count: the checked parent arrays (top
+    level first), each level's share of epsilon and its noise scale. Public."""
+
+    def __init__(self, epsilon: float, parents: list[NDArray[np.int64]],
+                 shares: tuple[float, ...], scales: list[float]):
+        self.epsilon, self.parents, self.shares, self.scales = epsilon, parents, shares, scales
+
+
+def hierarchy_params(hierarchy: Any, n_leaves: int, epsilon: float,
+                     split: Sequence[float] | None, func: str) -> HierarchyParams:
+    """The checks of a hierarchy release that read no count (``epsilon`` already checked)."""
+    par = _check_parents(hierarchy, n_leaves, func)
     levels = len(par) + 1
     shares = (1.0 / levels,) * levels if split is None else \
         _v.check_shares(split, levels, "split", func)
-    scales = [_v.check_mechanism_scale(1.0, eps * s, func, high=MAX_DISCRETE_SCALE)
+    scales = [_v.check_mechanism_scale(1.0, epsilon * s, func, high=MAX_DISCRETE_SCALE)
               for s in shares]
+    return HierarchyParams(epsilon, par, shares, scales)
 
-    exact = _level_counts(np.asarray(counts, dtype=np.int64), par)   # top first
-    release(func, accountant, eps, 0.0, rng, threads, sum(c.size for c in exact),
-            _noise_levels, exact, scales)
-    var = [dlap_variance(t) for t in scales]
-    est, est_var = _least_squares(exact, var, par)
-    return HierarchyRelease(_round_top_down(est, par), est, est_var, par, eps, shares, labels)
+
+class HierarchyPlan:
+    """A checked hierarchy release before its noise: the exact counts of every level (top
+    first). No key, no budget: it may travel (a Dask task computes it where the counts
+    are)."""
+
+    def __init__(self, params: HierarchyParams, exact: list[NDArray[np.int64]],
+                 labels: list[Any] | None):
+        self.params, self.exact, self.labels = params, exact, labels
+        self.size = sum(c.size for c in exact)
+
+
+def hierarchy_plan(counts: NDArray[Any], params: HierarchyParams, labels: list[Any] | None,
+                   func: str) -> HierarchyPlan:
+    """The checks that read the leaf counts (integer, finite, one per leaf), then the exact
+    counts of every level."""
+    negative = np.flatnonzero(counts < 0)
+    if negative.size:
+        raise ValueError(f"The 'data' parameter of {func} must hold counts >= 0. The count "
+                         f"at index {int(negative[0])} is negative.")
+    if counts.sum(dtype=np.float64) > 2**52 or counts.sum(dtype=np.int64) > 2**52:
+        raise ValueError(f"The 'data' parameter of {func} must hold counts summing to at "
+                         "most 2**52. These counts sum to more (they are not shown).")
+    exact = _level_counts(np.asarray(counts, dtype=np.int64), params.parents)   # top first
+    return HierarchyPlan(params, exact, labels)
+
+
+def noisy_hierarchy(plan: HierarchyPlan, key: _native.Key, threads: int) -> HierarchyRelease:
+    """The release of a planned hierarchy under ``key`` (the release's, handed out by its
+    charge): discrete Laplace noise on every level, then the consistent least squares and
+    the integer rounding (post-processing; the plan's counts are overwritten)."""
+    p = plan.params
+    _noise_levels(key, threads, plan.exact, p.scales)
+    var = [dlap_variance(t) for t in p.scales]
+    est, est_var = _least_squares(plan.exact, var, p.parents)
+    return HierarchyRelease(_round_top_down(est, p.parents), est, est_var, p.parents,
+                            p.epsilon, p.shares, plan.labels)
 
 
 def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],
@@ -244,11 +291,16 @@ def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],
     return out[::-1]
 
 
-def _noise_levels(gen: Any, threads: int, levels: list[NDArray[np.int64]],
+def _noise_levels(key: _native.Key, threads: int, levels: list[NDArray[np.int64]],
                   scales: list[float]) -> None:
-    """Discrete Laplace noise added in place, each level with its own scale and key."""
+    """Discrete Laplace noise added in place, each level with its own scale, all under the
+    one key: level after level on consecutive blocks of the key's cells, each level from a
+    fresh chunk (distinct chunks read distinct streams: independent noise; the top level
+    is drawn as a one-level release under the key would be)."""
+    chunk = 0
     for c, t in zip(levels, scales):
-        _native.fill_discrete_laplace(gen, threads, c, t, c)
+        _native.fill_discrete_laplace(key, threads, c, t, c, chunk)
+        chunk += -(-c.size // _native.CHUNK)
 
 
 def _least_squares(noisy: list[NDArray[np.int64]], var: list[float],

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
+from .._release import Release
 from ..samplers import MAX_DISCRETE_SCALE, dlap_variance, laplace_grid
 
 if TYPE_CHECKING:
@@ -385,41 +385,91 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
         raise ValueError(f"The 'counts' parameter of {func} must have at most {MAX_CELLS} "
                          f"cells. Got {_v.describe(src)} instead.")
     data, integer = _v.check_data(src, "counts", func)
-    shapes = [tree_shape(n, b) for n, b in
-              zip(data.shape, _check_branching(branching, data.ndim, func))]
+    plan = tree_plan(data, tree_params(data.shape, integer, eps, branching, func), func)
+    rel = Release(func, accountant, eps, 0.0, rng, threads, plan.nodes.size)
+    return noisy_tree(plan, rel.charge(), rel.threads)
+
+
+class TreeParams:
+    """What a tree release needs to know before it sees a count: the trees' shapes, the
+    noise (``scale``; grid ``g`` and parameter ``t``) and the per-node variance. Public."""
+
+    def __init__(self, shape: tuple[int, ...], integer: bool, epsilon: float,
+                 trees: tuple[_Tree1D, ...], scale: float, g: float, t: float,
+                 node_variance: float):
+        self.shape, self.integer, self.epsilon = shape, integer, epsilon
+        self.trees, self.scale, self.g, self.t = trees, scale, g, t
+        self.node_variance = node_variance
+
+
+def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float, branching: object,
+                func: str) -> TreeParams:
+    """The checks of a tree release that read no count (``epsilon`` already checked)."""
+    shapes = [tree_shape(n, b) for n, b in zip(shape, _check_branching(branching, len(shape),
+                                                                       func))]
     per_record = math.prod(h for _, h in shapes)            # nodes counting each record
-    scale = _v.check_mechanism_scale(float(per_record), eps, func,
+    scale = _v.check_mechanism_scale(float(per_record), epsilon, func,
                                      high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
+    g, t = (1.0, scale) if integer else laplace_grid(scale)
+    node_var = _noise_variance(integer, scale)
+    trees = tuple(_Tree1D(n, b, h, node_var) for n, (b, h) in zip(shape, shapes))
+    return TreeParams(tuple(shape), integer, epsilon, trees, scale, g, t, node_var)
+
+
+class TreePlan:
+    """A checked tree release before its noise: every measured node's exact count in one
+    float64 array, and where each level lies in it (offset and shape). No key, no budget:
+    it may travel (a Dask task computes it where the counts are)."""
+
+    def __init__(self, params: TreeParams, nodes: NDArray[np.float64],
+                 layout: list[tuple[int, tuple[int, ...]]]):
+        self.params, self.nodes, self.layout = params, nodes, layout
+
+    def levels(self) -> list[NDArray[np.float64]]:
+        """A view of each level in ``nodes``."""
+        return [self.nodes[o:o + math.prod(s)].reshape(s) for o, s in self.layout]
+
+
+def tree_plan(data: NDArray[Any], params: TreeParams, func: str) -> TreePlan:
+    """The checks that read the counts (checked finite, of ``params.shape``), then every
+    measured node's count."""
     # Node sums must stay within 2**52 steps of the noise grid (the integers for integer
     # counts): exact sums, and exact grid arithmetic in the kernel.
-    g, t = (1.0, scale) if integer else laplace_grid(scale)
-    limit = 2.0**52 * g
+    limit = 2.0**52 * params.g
     lo, hi = _v.value_range(data)
     if max(abs(lo), abs(hi)) * data.size > limit and float(np.abs(data).sum()) > limit:
         raise ValueError(f"The 'counts' parameter of {func} must sum (in absolute value) to "
-                         f"at most {limit:g} at this epsilon. Got {_v.describe(src)} with "
-                         f"values in [{lo}, {hi}] instead.")
-    node_var = _noise_variance(integer, scale)
-    trees = tuple(_Tree1D(n, b, h, node_var) for n, (b, h) in zip(data.shape, shapes))
+                         f"at most {limit:g} at this epsilon. Got {_v.describe(data)} "
+                         "whose values sum to more (they are not shown).")
+    nodes, levels = _nodes(data, params.trees)
+    layout, offset = [], 0
+    for lv in levels:
+        layout.append((offset, lv.shape))
+        offset += lv.size
+    return TreePlan(params, nodes, layout)
 
-    # Every measured node's count, in one float64 array (exact: |sums| <= 2**52): one charge,
-    # one kernel call. Integer counts get discrete Laplace noise: the grid kernel on the
-    # grid of the integers (step 1).
-    nodes, levels = _nodes(data, trees)
-    release(func, accountant, eps, 0.0, rng, threads, nodes.size, _native.fill_laplace,
-            nodes, t, g, nodes)
 
+def noisy_tree(plan: TreePlan, key: _native.Key, threads: int) -> TreeRelease:
+    """The release of a planned tree under ``key`` (the release's, handed out by its charge):
+    every measured node's noise in one kernel call (integer counts get discrete Laplace
+    noise: the grid kernel on the grid of the integers, step 1), then the least-squares
+    estimate (post-processing)."""
+    p = plan.params
+    levels = plan.levels()
+    _native.fill_laplace(key, threads, plan.nodes, p.t, p.g, plan.nodes)
+    trees, shape = p.trees, p.shape
     # Post-processing: least squares along each axis in turn (a Kronecker product of trees).
     if len(trees) == 1:
         est = trees[0].consistent(levels)
-        n = data.shape[0]
-        return TreeRelease(est if est.size == n else est[:n].copy(), trees, eps, node_var)
+        n = shape[0]
+        return TreeRelease(est if est.size == n else est[:n].copy(), trees, p.epsilon,
+                           p.node_variance)
     t0, t1 = trees
     # levels[i0 * t1.h + i1]: level i0 of axis 0 by level i1 of axis 1.
     along1 = [t1.consistent([levels[i0 * t1.h + i1].T for i1 in range(t1.h)]).T
               for i0 in range(t0.h)]
     est = t0.consistent(along1)
-    return TreeRelease(est[:data.shape[0], :data.shape[1]].copy(), trees, eps, node_var)
+    return TreeRelease(est[:shape[0], :shape[1]].copy(), trees, p.epsilon, p.node_variance)
 
 
 def _nodes(data: NDArray[Any], trees: tuple[_Tree1D, ...],

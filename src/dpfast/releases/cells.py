@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
+from .._release import Release
 from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
 
 if TYPE_CHECKING:
@@ -36,14 +36,10 @@ CHUNK = _native.CHUNK
 
 def release_key(func: str, accountant: AccountantLike | None, epsilon: float,
                 rng: RngLike) -> bytes:
-    """Charge ``epsilon`` to ``accountant`` (the release path: refused budgets draw nothing),
-    then draw the release's key from ``rng`` (None: the OS) as a one-shot kernel call would.
-    Returns its 32 bytes."""
-    return release(func, accountant, epsilon, 0.0, rng, None, 1, _draw_key)
-
-
-def _draw_key(gen: _native.ChaCha20, threads: int) -> bytes:
-    return bytes(_native.Key(gen))
+    """Charge ``epsilon`` to ``accountant`` (the release's charge: a refused budget draws
+    nothing), then draw the release's key from ``rng`` (None: the OS) as a one-shot kernel
+    call would. Returns its 32 bytes."""
+    return bytes(Release(func, accountant, epsilon, 0.0, rng).charge())
 
 
 def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) -> float:
@@ -54,7 +50,7 @@ def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) ->
                                     _v.MAX_SCALE)
 
 
-def noisy_cells(key: bytes, start: int, counts: NDArray[Any], scale: float,
+def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any], scale: float,
                 threads: int = 1, int32: bool = False) -> NDArray[Any]:
     """Cells ``start .. start + counts.size`` (C order) of the release under ``key``: the
     counts plus discrete Laplace noise (int64, or int32 with ``int32``; integer counts) or
@@ -64,7 +60,7 @@ def noisy_cells(key: bytes, start: int, counts: NDArray[Any], scale: float,
     integer = flat.dtype.kind in "iu"
     first = start // CHUNK
     pad = start - first * CHUNK
-    k = _native.Key.from_bytes(key)
+    k = key if isinstance(key, _native.Key) else _native.Key.from_bytes(key)
     out: NDArray[Any]
     if integer:
         ints = np.zeros(pad + flat.size, dtype=np.int32 if int32 else np.int64)
