@@ -605,3 +605,18 @@ def test_first_selection_follows_the_exponential_mechanism(measure):
     if plain is not None:
         # Power: the same draws reject the selection without the noise term.
         assert pvalue(plain) < 1e-4
+
+
+def test_a_subclass_of_a_trusted_workload_is_refused_before_the_charge():
+    # A subclass could answer 50 times its queries under MWEM's sensitivity-1 calibration:
+    # MWEM takes exactly dpfast's own workload classes.
+    from refusals import spends_nothing
+
+    class Louder(dp.workloads.Explicit):
+        def answer(self, x):
+            return 50 * super().answer(x)
+
+    acct, gen = dp.Accountant(), dp.ChaCha20(3)
+    with spends_nothing(acct, gen), pytest.raises(TypeError, match="not a subclass"):
+        dp.mwem(np.arange(8), Louder(np.eye(8)), epsilon=1.0, rounds=2, accountant=acct,
+                rng=gen)

@@ -123,10 +123,6 @@ FIT_FLOOR = 1e-3
 TOTAL_FRACTION = 0.05
 #: What a round can measure (see the module).
 _MEASURES = ("queries", "tables")
-# Workloads whose rows are known to have entries in [0, 1] (Explicit checks its matrix):
-# the selection's utilities then have sensitivity 1.
-_TRUSTED = (_wl.Identity, _wl.Prefixes, _wl.Ranges, _wl.Rectangles, _wl.Marginals,
-            _wl.Conjunctions, _wl.Explicit)
 
 
 @dataclass(frozen=True)
@@ -361,10 +357,8 @@ def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int
 
 
 def _check_workload(workload: object, func: str) -> _wl.Workload:
-    if not isinstance(workload, _TRUSTED):
-        names = ", ".join(c.__name__ for c in _TRUSTED)
-        raise TypeError(f"The 'workload' parameter of {func} must be a dpfast workload "
-                        f"({names}). Got {_v.describe(workload)} instead.")
+    _wl.check_trusted(workload, "workload", func)
+    assert isinstance(workload, _wl.Workload)
     if not 1 <= workload.n_queries <= _wl.MAX_ANSWERS:
         raise ValueError(f"The 'workload' parameter of {func} must have between 1 and "
                          f"{_wl.MAX_ANSWERS} queries. Got {workload!r} instead.")
