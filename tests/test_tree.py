@@ -171,3 +171,11 @@ def test_2d_variance_is_exact_by_linear_algebra():
         want = q.ravel() @ cov @ q.ravel()
         got = rel.range_variance(([a0], [a1]), ([b0], [b1]))[0]
         assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_counts_too_large_to_sum_exactly_are_refused_without_their_values():
+    acct = dp.Accountant()
+    with pytest.raises(ValueError, match="not shown") as info:
+        dp.tree_mechanism(np.full(8, 2**50 + 987_654_321, np.int64), epsilon=1.0,
+                          accountant=acct, rng=1)
+    assert "987" not in str(info.value) and acct.spent == (0.0, 0.0)

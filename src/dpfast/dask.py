@@ -11,9 +11,15 @@ lives in a Dask collection (larger than memory, on disk, on a cluster):
   partition counts are summed on the workers, and the noise is added where the counts are,
   in one task; only the released table reaches the client, never a record.
 
-The budget is charged once, on the client, before any task is submitted (a refused charge
-submits nothing), and everything that can be checked without reading the data (types,
-parameters, public bins and categories) is checked before it.
+Release phases (:class:`dpfast._release.Release`). Check: everything that can be checked
+without reading the data (types, parameters, public bins and categories, chunk sizes), the
+accountant, the generator, and whether the budget can pay (if not, nothing is read). Read:
+the data, once, before the charge -- the DataFrame releases count the records and keep the
+counts on the workers, so a data error found only by reading (a value outside the public
+categories, a NaN, a code out of range) is refused before anything is spent;
+``noisy_counts`` takes a keyed digest of every block (and, with ``check``, its extreme
+values). Charge: once, on the client, handing out the release's key. Draw: the key is
+shipped to the tasks (never a seed; no accountant runs on a worker), which add the noise.
 
 Cell-addressed noise (:mod:`dpfast.releases.cells`). The noise of cell ``i`` depends only
 on the release's key and ``i``: the same seed gives bit-identical releases whatever the
@@ -31,10 +37,12 @@ spilled data) can read the key and subtract the noise. Run the cluster inside th
 trust boundary, as the data itself must be: a Dask cluster is not a place to keep a secret
 from its own operators.
 
-Data errors found only by reading (a value outside the public categories, a NaN record)
-fail the release's tasks after the charge: the charge stands and nothing is released.
-``noisy_counts`` avoids this for floating or 64-bit counts by reading them once, before the
-charge, to refuse NaN, infinities and out-of-range values (``check=False`` skips that pass).
+One key, one input. ``noisy_counts`` returns a lazy array that can be computed again; its
+key is bound to the input read before the charge: each block's task digests its block
+again (HMAC-SHA-256 under a key drawn from the OS for this release) and refuses a block that
+changed since (nothing of that block is released). So computing again gives the identical
+release of identical data, or a refusal -- never the same noise on other counts (which
+would publish the change exactly). A result the cluster still holds is returned as it was.
 """
 from __future__ import annotations
 
@@ -135,9 +143,14 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
     ``2**31 - 1 - 764 * scale`` (the noise's bound), which 8- and 16-bit counts always do;
     wider ones are read to check it.
 
+    Every block is read once before the charge, to take its keyed digest: each task checks
+    its block against it and refuses a block changed since (see the module). Chunks must
+    have known sizes (``counts.compute_chunk_sizes()``).
+
     ``check`` (default True): floating and 64-bit integer counts (and 32-bit ones released
-    as int32) are read once before the charge to refuse NaN, infinities and values the
-    noise cannot be added to exactly.
+    as int32) are also checked in that read: NaN, infinities and values the noise cannot be
+    added to exactly are refused before the charge (``check=False`` skips these checks, not
+    the read; NaN then fails its block after the charge).
 
     Examples
     --------
