@@ -189,11 +189,12 @@ def test_data_errors_are_refused_before_the_charge(client, people, column, value
                                  epsilon=1.0, accountant=a),
     lambda f, a: dpd.tree_mechanism(f, "edu", 90, epsilon=1.0, accountant=a),
     lambda f, a: dpd.census_hierarchy(f, "edu", HIERARCHY, epsilon=1.0, accountant=a),
-], ids=["histogramdd", "tree_mechanism", "census_hierarchy"])
+    lambda f, a: dpd.histogram(f["edu"], bins=2, range=(0, 2), epsilon=1.0, accountant=a),
+], ids=["histogramdd", "tree_mechanism", "census_hierarchy", "histogram"])
 def test_text_columns_are_refused_unread(client, people, call):
     acct = dp.Accountant()
     before = _transitions(client)
-    with client.as_current(), pytest.raises(TypeError, match="'frame'"):
+    with client.as_current(), pytest.raises(TypeError, match="'frame'|'values'"):
         call(dd.from_pandas(people, npartitions=3), acct)
     assert _transitions(client) == before and acct.spent == (0.0, 0.0)
 

@@ -365,6 +365,9 @@ def histogram(values: Any, bins: Any = 10, *, epsilon: float, range: Any = None,
     on the whole column with the same seed."""
     func = "histogram"
     dtype = values.dtype
+    if getattr(dtype, "kind", "O") not in "iuf" or not isinstance(dtype, np.dtype):
+        raise TypeError(f"The 'values' parameter of dpfast.dask.{func} must hold numeric "
+                        f"values (a numpy dtype). Got dtype {dtype} instead.")
     _, edges = _hist.histogram_counts(np.empty(0, dtype=dtype), bins, range, func, 1)
     return _released_counts(func, values, None, _histogram_counts, (bins, range), epsilon,
                             accountant, rng, postprocess), edges
