@@ -130,7 +130,7 @@ def _check_magnitude(data: "NDArray[Any]", limit: float, limit_text: str, func: 
     lo, hi = _v.value_range(data)
     if lo < -limit or hi > limit:
         # The limit is public (it follows from the scale); the entry beyond it is not.
-        where = _v.entry_at((data < -limit) | (data > limit), "beyond it")
+        where = _v.entry_at((data < -limit) | (data > limit), "is beyond it")
         raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit_text}. "
                          f"Got {where} instead.")
 
