@@ -484,7 +484,6 @@ NO_DATA = {
 #: turns them into failures until the mark goes. Keyed by (name, index in its list).
 LEAKS: dict[tuple[str, int], str] = {
     ("dpfast.NumericSparse", 1): "mechanisms/sparse_vector.py",
-    ("dpfast.ChaCha20", 1): "_native.pyx (ChaCha20.__init__)",
 }
 
 

@@ -348,7 +348,17 @@ cdef class ChaCha20(BitGenerator):
     def __init__(self, seed=None, *, key=None, nonce=None, counter=0):
         if seed is not None and key is not None:
             raise ValueError("ChaCha20 takes either 'seed' or 'key', not both.")
-        BitGenerator.__init__(self, seed)
+        refused = None
+        try:
+            BitGenerator.__init__(self, seed)
+        except (TypeError, ValueError) as exc:
+            refused = type(exc)
+        if refused is not None:
+            # Raised outside the handler: numpy's message prints the seed, and a seed is a
+            # key (whoever knows it can remove the noise).
+            raise refused("The 'seed' parameter of ChaCha20 must be None, a non-negative "
+                          "int, a sequence of them or a numpy.random.SeedSequence. Got a "
+                          f"value of type {type(seed).__name__} instead.")
         if key is not None:
             words = np.frombuffer(_as_bytes(key, "key", 32), dtype="<u4").astype(np.uint32)
         elif seed is None:

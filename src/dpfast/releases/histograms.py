@@ -753,7 +753,7 @@ def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool, sc
             index = tuple(int(i) for i in np.unravel_index(first, src.shape)) \
                 if src.ndim > 1 else first
             raise ValueError(f"The 'counts' parameter of {func} must have {what}. Got a "
-                             f"count at index {index} {bad[1]} instead.")
+                             f"count at index {index} that is {bad[1]} instead.")
     return sums
 
 
