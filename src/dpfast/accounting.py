@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _native
 from . import validation as _v
-from .ledger import Damaged, LedgerError, LedgerFile, signals_held
+from .ledger import (Damaged, HeldSignals, LedgerError, LedgerFile, hold_signals,
+                     release_signals)
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
@@ -1043,16 +1044,16 @@ class Accountant:
             amounts = (_amount_text(charge[0]), _amount_text(charge[1]),
                        _amount_text(spent[0] + charge[0]),
                        _amount_text(_add(spent[1], charge[1])))
-            # Write, sync and take in as one step as far as Python signal handlers go: after
-            # this returns or raises, this process's total is the file's.
-            with signals_held():
-                try:
-                    # Durable before anything changes here, and before the caller draws noise.
-                    file.append(amounts, _charge_details(record))
-                except Damaged as exc:
-                    self._tally.spent = self._budget
-                    raise self._damage_error(exc.line, exc.what) from None
-                self._commit(updates, root, new, record)
+            # Signals are held in _synced: the write, the sync and the take-in are one step
+            # for Python's signal handlers, so after this returns or raises, this process's
+            # total is the file's.
+            try:
+                # Durable before anything changes here, and before the caller draws noise.
+                file.append(amounts, _charge_details(record))
+            except Damaged as exc:
+                self._tally.spent = self._budget
+                raise self._damage_error(exc.line, exc.what) from None
+            self._commit(updates, root, new, record)
 
     def _commit(self, updates: "list[tuple[_Node, _Cost]]", root: "_Node | None",
                 new: "_Cost", record: "tuple[object, ...]") -> None:
@@ -1147,30 +1148,44 @@ class Accountant:
 
 
 class _Synced:
-    """The accountant's lock, and its ledger file's lock with the file's news taken in."""
+    """The accountant's lock, and with a ledger file, the file's lock with the file's news
+    taken in, SIGINT and SIGTERM held throughout (see :func:`dpfast.ledger.hold_signals`):
+    an interrupt can neither leave a lock taken nor split a charge from its record."""
 
     def __init__(self, acct: Accountant) -> None:
         self._acct = acct
+        self._held: HeldSignals | None = None
 
     def __enter__(self) -> None:
         acct = self._acct
-        acct._tally.__enter__()
-        if acct._ledger_file is not None:
-            # Read before any decision: every reader takes in the file to its real end.
+        file = acct._ledger_file
+        if file is None:
+            acct._tally.__enter__()
+            return
+        self._held = hold_signals()
+        try:
+            acct._tally.__enter__()
             try:
-                acct._ledger_file.lock()
+                file.lock(self._held)
+                # Read before any decision: every reader takes in the file to its real end.
                 acct._read_ledger()
             except BaseException:
                 acct._tally.__exit__()
                 raise
+        except BaseException:
+            release_signals(self._held)
+            raise
 
     def __exit__(self, *exc: object) -> "Literal[False]":
         acct = self._acct
         try:
-            if acct._ledger_file is not None:
-                acct._ledger_file.unlock()
+            try:
+                if acct._ledger_file is not None:
+                    acct._ledger_file.unlock()
+            finally:
+                acct._tally.__exit__()
         finally:
-            acct._tally.__exit__()
+            release_signals(self._held)
         return False
 
 

@@ -60,8 +60,7 @@ import stat
 import threading
 import time
 import zlib
-from typing import Any, Iterator, NamedTuple
-from contextlib import contextmanager
+from typing import Any, NamedTuple
 
 __all__ = ["LedgerFile", "LedgerError", "Damaged", "Charge", "encode", "decode"]
 
@@ -121,22 +120,54 @@ def _mac(key: bytes, text: str) -> str:
     return hmac.digest(key, text.encode("utf-8"), "sha256")[:16].hex()
 
 
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-@contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM (on the main thread, where Python runs signal handlers) for
-    the duration: a KeyboardInterrupt cannot land between a charge's write, its sync and the
-    accountant taking it in, so the process's total always equals the file's."""
+class HeldSignals:
+    """SIGINT and SIGTERM caught while held (see :func:`hold_signals`)."""
+
+    def __init__(self) -> None:
+        self.previous: dict[int, Any] = {}
+        self.caught: list[int] = []
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.caught.append(signum)
+
+
+def hold_signals() -> HeldSignals | None:
+    """Defer SIGINT and SIGTERM until :func:`release_signals`, so that a KeyboardInterrupt
+    (or a SIGTERM handler) cannot land between taking the locks, a charge's write, its sync
+    and the accountant taking it in: the process's total always equals the file's.
+
+    Python runs signal handlers on the main thread only, whichever thread the kernel
+    delivers a signal to (a thread mask would not do: native worker threads may take it),
+    so on the main thread the handlers are swapped for one that records the signal;
+    :func:`release_signals` restores them and raises what was recorded again. None on
+    other threads (nothing to hold: no handler runs there)."""
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        return None
+    held = HeldSignals()
     try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for signum in _SIGNALS:
+            old = signal.getsignal(signum)
+            if old is None or old == signal.SIG_IGN:
+                continue                  # ignored, or installed outside Python: left alone
+            held.previous[signum] = old
+            signal.signal(signum, held)
+    except BaseException:
+        release_signals(held)
+        raise
+    return held
+
+
+def release_signals(held: HeldSignals | None) -> None:
+    """Undo :func:`hold_signals`: restore the handlers, then deliver what was caught."""
+    if held is None:
+        return
+    for signum, old in held.previous.items():
+        signal.signal(signum, old)
+    for signum in dict.fromkeys(held.caught):
+        signal.raise_signal(signum)
 
 
 def _sync(fd: int) -> None:
@@ -187,14 +218,19 @@ def _open_nofollow(path: str, flags: int, what: str, mode: int = 0o600) -> int:
         raise
 
 
-def _flock(fd: int, how: int, path: str, wait: float) -> None:
-    """flock without blocking forever: retry LOCK_NB for ``wait`` seconds, then refuse."""
+def _flock(fd: int, how: int, path: str, wait: float,
+           held: HeldSignals | None = None) -> None:
+    """flock without blocking forever: retry LOCK_NB for ``wait`` seconds, then refuse (at
+    once when a signal ``held`` back arrives while waiting)."""
     deadline, pause = time.monotonic() + wait, 0.0005
     while True:
         try:
             fcntl.flock(fd, how | fcntl.LOCK_NB)
             return
         except BlockingIOError:
+            if held is not None and held.caught:
+                raise LedgerError(f"Interrupted while waiting for the lock of {path!r}.") \
+                    from None
             if time.monotonic() > deadline:
                 raise LedgerError(
                     f"Could not lock {path!r} within {wait:g} s: another process holds it "
@@ -274,8 +310,9 @@ class LedgerFile:
                     os.close(fd)
         self._fd = self._key_fd = self._pid = -1
 
-    def lock(self) -> None:
-        _flock(self._descriptor(), fcntl.LOCK_EX, self.path, _LOCK_WAIT)
+    def lock(self, held: HeldSignals | None = None) -> None:
+        """Take the file's lock (waiting at most 30 s, or until a ``held`` signal)."""
+        _flock(self._descriptor(), fcntl.LOCK_EX, self.path, _LOCK_WAIT, held)
 
     def unlock(self) -> None:
         fcntl.flock(self._descriptor(), fcntl.LOCK_UN)
