@@ -40,6 +40,11 @@ probability at least ``1 - beta``, over a stream of ``k`` queries:
 The bounds are loose (union bounds, worst-case potential): the errors measured in the
 tests are several times smaller.
 
+The object is owned state (:mod:`dpfast._owned`): calls from several threads take turns
+under one lock (the update limit holds), copying, pickling or using it in a forked child is
+refused (a pickle would carry the private histogram), and its public attributes are
+read-only.
+
 Cost: each ``answer`` call answers the workload on ``x`` once and on ``x_hat`` once plus
 once after each update (``workload.answer``, then the queries asked are read off); each
 comparison draws fresh noise for the rest of the call's queries after an update (noise
@@ -54,6 +59,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
+from .._owned import Owned
 from .._release import release
 from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise
 from ..rng import resolve_threads
@@ -74,7 +80,7 @@ __all__ = ["PrivateMultiplicativeWeights"]
 TOTAL_FRACTION = 0.05
 
 
-class PrivateMultiplicativeWeights:
+class PrivateMultiplicativeWeights(Owned):
     """PrivateMultiplicativeWeights(counts, *, epsilon, alpha, updates=None, total=None, shares=None, accountant=None, rng=None, threads=None)
 
     Answers a stream of linear queries about the histogram ``counts`` from a public
@@ -121,6 +127,7 @@ class PrivateMultiplicativeWeights:
                  shares: Sequence[float] | None = None,
                  accountant: AccountantLike | None = None, rng: RngLike = None,
                  threads: int | None = None) -> None:
+        self._own()
         func = "PrivateMultiplicativeWeights"
         eps = _v.check_epsilon(epsilon, func)
         a = _v.check_real(alpha, "alpha", func, high=1.0, high_open=False)
@@ -145,31 +152,76 @@ class PrivateMultiplicativeWeights:
         n: float
         self._gen, n, self._threshold_noise = release(
             func, accountant, eps, 0.0, rng, threads, 1, _start, noise, x, public, total_grid)
-        self.epsilon, self.alpha, self.updates, self.total = eps, a, c, n
-        self.shares, self.total_epsilon = split, eps_total
+        self._epsilon, self._alpha, self._updates, self._total = eps, a, c, n
+        self._shares, self._total_epsilon = split, eps_total
         self._eps = (rest * split[0], rest * split[1], rest * split[2])
         self._x, self._noise, self._measure, self._threads = x, noise, measure, threads
         self._func = func
         self._xhat: NDArray[np.float64] = np.full(x.size, n / x.size)
-        self.updates_used = 0
-        self.answered = 0
+        self._updates_used = 0
+        self._answered = 0
 
-    # -- what the caller reads ------------------------------------------------------------
+    # -- what the caller reads (read-only; the histograms and the noise are private) -------
+
+    @property
+    def epsilon(self) -> float:
+        """The privacy parameter of the whole object, charged at creation."""
+        return self._epsilon
+
+    @property
+    def alpha(self) -> float:
+        """The target accuracy, as a fraction of the number of records."""
+        return self._alpha
+
+    @property
+    def updates(self) -> int:
+        """``c``: the most measurements and updates before the object halts."""
+        return self._updates
+
+    @property
+    def total(self) -> float:
+        """The number of records: as given, or as measured (at least 1)."""
+        return self._total
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        """The fractions of the rest of ``epsilon`` for the threshold, the comparisons and
+        the measurements."""
+        return self._shares
+
+    @property
+    def total_epsilon(self) -> float:
+        """The part of ``epsilon`` that measured the total (0 if it was given)."""
+        return self._total_epsilon
+
+    @property
+    def updates_used(self) -> int:
+        """The number of measurements and updates made so far."""
+        return self._updates_used
+
+    @property
+    def answered(self) -> int:
+        """The number of queries answered so far."""
+        return self._answered
 
     @property
     def threshold(self) -> float:
         """``T = 3 alpha n / 4``: the error (in records) above which a query is measured."""
-        return 0.75 * self.alpha * self.total
+        return 0.75 * self._alpha * self._total
 
     @property
     def synthetic(self) -> NDArray[np.float64]:
-        """A copy of the synthetic histogram (flat, summing to ``total``)."""
-        out: NDArray[np.float64] = self._xhat.copy()
+        """A copy of the synthetic histogram (flat, summing to ``total``), taken between
+        calls (never half-way through an update)."""
+        self._check_process()
+        with self._owned_lock:
+            out: NDArray[np.float64] = self._xhat.copy()
         return out
 
     @property
     def halted(self) -> bool:
-        return self.updates_used >= self.updates
+        """True once ``updates`` updates were made."""
+        return self._updates_used >= self._updates
 
     def error_bound(self, queries: int, beta: float = 0.05) -> float:
         """A bound, in records, that every answer to a stream of ``queries`` queries stays
@@ -202,11 +254,20 @@ class PrivateMultiplicativeWeights:
         ``queries``, in that order), processed as a stream. The answers stop where the
         object halts (their length says how many); later calls raise
         :class:`dpfast.SparseVectorHalted`."""
+        self._enter()
+        try:
+            return self._answer(workload, queries)
+        finally:
+            self._leave()
+
+    def _answer(self, workload: _wl.Workload,
+                queries: ArrayLike | None) -> NDArray[np.float64]:
+        """:meth:`answer`, under the object's lock."""
         func = "PrivateMultiplicativeWeights.answer"
         if self.halted:
             raise SparseVectorHalted(
-                f"PrivateMultiplicativeWeights has halted: it made its {self.updates} "
-                f"updates after {self.answered} answers. Create a new one (a new charge of "
+                f"PrivateMultiplicativeWeights has halted: it made its {self._updates} "
+                f"updates after {self._answered} answers. Create a new one (a new charge of "
                 f"epsilon) to ask more.")
         stream = _Stream(workload, queries, self._x, func)
         out = np.empty(stream.size)
@@ -222,7 +283,7 @@ class PrivateMultiplicativeWeights:
                                                     float(synth[pos]))
                 pos += 1
                 synth = stream.answers(self._xhat)
-        self.answered += pos
+        self._answered += pos
         return out[:pos]
 
     def _first_above(self, errors: NDArray[np.float64]) -> int | None:
@@ -237,10 +298,10 @@ class PrivateMultiplicativeWeights:
         """Measure a query, step ``x_hat`` towards the measurement, return it."""
         g, t = self._measure
         measured = _native.laplace_scalar(self._gen, 1, t, g, truth)
-        step = 2.0 * self.alpha * (1.0 if measured > synth else -1.0)
+        step = 2.0 * self._alpha * (1.0 if measured > synth else -1.0)
         self._xhat *= np.exp(step * row)
-        self._xhat *= self.total / float(self._xhat.sum())
-        self.updates_used += 1
+        self._xhat *= self._total / float(self._xhat.sum())
+        self._updates_used += 1
         return float(measured)
 
     def __repr__(self) -> str:
@@ -295,11 +356,11 @@ class _Stream:
             if idx.dtype.kind not in "iu" or idx.ndim != 1:
                 raise TypeError(f"The 'queries' parameter of {func} must be a 1-D array of "
                                 f"query indices. Got {_v.describe(queries)} instead.")
-            if idx.size and (idx.min() < 0 or idx.max() >= workload.n_queries):
-                bad = int(idx.min() if idx.min() < 0 else idx.max())
+            outside = (idx < 0) | (idx >= workload.n_queries)
+            if outside.any():
                 raise ValueError(f"The 'queries' parameter of {func} must index the "
-                                 f"workload's {workload.n_queries} queries. Got an entry "
-                                 f"{bad} instead.")
+                                 f"workload's {workload.n_queries} queries. Got "
+                                 f"{_v.entry_at(outside, 'is out of range')} instead.")
             self.index = idx.astype(np.int64)
             self.size = idx.size
         self.truth = self.answers(x)

@@ -44,7 +44,13 @@ discarded, never reused.
 
 Queries may come one by one or as arrays; an array's answers stop at the halt (their
 length says how many were asked). Bad queries raise ``TypeError``/``ValueError`` naming
-the argument, with nothing drawn and the object unchanged.
+the argument and the position of a bad entry (never its value), with nothing drawn and the
+object unchanged.
+
+The objects are owned state (:mod:`dpfast._owned`): calls from several threads take turns
+(one lock held for the whole decision, the GIL-free kernel calls included, so the cutoff
+holds), and copying, pickling or using one in a forked child is refused. ``cutoff``,
+``above``, ``asked`` and the parameters are read-only.
 """
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
+from .._owned import Owned
 from .._release import release
 from ..rng import resolve_rng, resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
@@ -171,10 +178,10 @@ def _check_values(values: ArrayLike, noise: _Noise, scales: tuple[float, ...], n
     limit = min(noise.limit(scale) for scale in scales)
     lo, hi = _v.value_range(flat) if flat.size else (0, 0)
     if max(-float(lo), float(hi)) > limit:
-        bad = flat[int(np.argmax(np.abs(flat.astype(np.float64))))]
+        # The limit is public (it follows from the noise scale); the entry beyond it is not.
+        where = _v.entry_at(np.abs(data.astype(np.float64)) > limit, "is beyond it")
         raise ValueError(f"The {name!r} parameter of {func} must be at most {limit:g} in "
-                         f"magnitude (exact arithmetic with the noise). Got an entry {bad!r} "
-                         f"instead.")
+                         f"magnitude (exact arithmetic with the noise). Got {where} instead.")
     return (flat if noise.discrete else np.asarray(flat, dtype=np.float64)), data.ndim == 0
 
 
@@ -187,57 +194,105 @@ def _outcomes(noisy: NDArray[Any], noisy_threshold: NDArray[Any],
     return np.where(before < remaining, above, -1).astype(np.int8)
 
 
-class _SparseVector:
-    """What the three objects share: the charge, the noisy threshold, the state."""
+class _SparseVector(Owned):
+    """What the three objects share: the charge, the noisy threshold, the state. Owned
+    (:mod:`dpfast._owned`): each call holds the object's lock from the cutoff check to the
+    counters, and the public state is read-only."""
 
-    _shares: tuple[float, ...] = (0.5, 0.5)
+    _default_shares: tuple[float, ...] = (0.5, 0.5)
     _numeric = False
-    epsilon: float
-    cutoff: int
-    sensitivity: float
-    monotonic: bool
-    threshold: float
-    shares: tuple[float, ...]
-    asked: int
-    above: int
+    _epsilon: float
+    _cutoff: int
+    _sensitivity: float
+    _monotonic: bool
+    _threshold_given: float
+    _shares: tuple[float, ...]
+    _asked: int
+    _above: int
     _func: str
     _noise: _Noise
     _threads: int | None
     _scales: tuple[float, ...]
     _limit: float
     _gen: _native.ChaCha20
-    _threshold: NDArray[Any]
+    _threshold: NDArray[Any]            # the noisy threshold: private
 
     def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
                  sensitivity: float = 1.0, monotonic: bool = False,
                  shares: Sequence[float] | None = None,
                  accountant: AccountantLike | None = None, rng: RngLike = None,
                  threads: int | None = None) -> None:
+        self._own()
         func = type(self).__name__
         eps, c, delta, mono, split, noise, base = _checked(
-            threshold, epsilon, cutoff, sensitivity, monotonic, shares, self._shares, func)
+            threshold, epsilon, cutoff, sensitivity, monotonic, shares, self._default_shares,
+            func)
         _v.check_threads(threads, func)
         self._gen, self._threshold = release(func, accountant, eps, 0.0, rng, threads, 1,
                                              _start, noise, base)
         self._func, self._noise, self._threads = func, noise, threads
         self._scales = (noise.queries, noise.values) if self._numeric else (noise.queries,)
         self._limit = min(noise.limit(scale) for scale in self._scales)   # |query| at most
-        self.epsilon, self.cutoff, self.sensitivity, self.monotonic = eps, c, delta, mono
-        self.threshold, self.shares = threshold, split
-        self.asked = 0           # queries answered so far
-        self.above = 0           # of which above the threshold
+        self._epsilon, self._cutoff, self._sensitivity, self._monotonic = eps, c, delta, mono
+        self._threshold_given, self._shares = threshold, split
+        self._asked = 0          # queries answered so far
+        self._above = 0          # of which above the threshold
+
+    # -- what the caller reads (read-only) -------------------------------------------------
+
+    @property
+    def epsilon(self) -> float:
+        """The privacy parameter of the whole object, charged at creation."""
+        return self._epsilon
+
+    @property
+    def cutoff(self) -> int:
+        """The number of above-threshold answers before the object halts."""
+        return self._cutoff
+
+    @property
+    def sensitivity(self) -> float:
+        """Every query's sensitivity."""
+        return self._sensitivity
+
+    @property
+    def monotonic(self) -> bool:
+        """Whether the queries were declared monotonic (half the comparison noise)."""
+        return self._monotonic
+
+    @property
+    def threshold(self) -> float:
+        """The public threshold, as given (the noisy one is private)."""
+        return self._threshold_given
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        """The fractions of ``epsilon`` for the threshold, the comparisons (and the values)."""
+        return self._shares
+
+    @property
+    def asked(self) -> int:
+        """The number of queries answered so far."""
+        return self._asked
+
+    @property
+    def above(self) -> int:
+        """The number of those answered above the threshold."""
+        return self._above
 
     @property
     def halted(self) -> bool:
         """True once ``cutoff`` answers were above the threshold."""
-        return self.above >= self.cutoff
+        return self._above >= self._cutoff
+
+    # -- answering (each under the object's lock: see query) -------------------------------
 
     def _running(self) -> None:
         """Raise SparseVectorHalted once halted."""
         if self.halted:
             raise SparseVectorHalted(
-                f"{self._func} has halted: it gave its {self.cutoff} above-threshold "
-                f"answer(s) after {self.asked} queries. Create a new {self._func} (a new "
+                f"{self._func} has halted: it gave its {self._cutoff} above-threshold "
+                f"answer(s) after {self._asked} queries. Create a new {self._func} (a new "
                 f"charge of epsilon) to ask more.")
 
     def _one(self, value: object) -> bool | None:
@@ -250,8 +305,8 @@ class _SparseVector:
         if not abs(v) <= self._limit:                      # also NaN and infinities
             return None
         above = bool(noise.draw_one(self._gen, v, noise.queries) >= self._threshold[0])
-        self.asked += 1
-        self.above += above
+        self._asked += 1
+        self._above += above
         return above
 
     def _compare(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any], bool]:
@@ -263,16 +318,16 @@ class _SparseVector:
         above = noise.draw(self._gen, threads, base, noise.queries) >= self._threshold[0]
         # Asked: up to the remaining-th above (as _outcomes, for one run).
         hits = np.flatnonzero(above)
-        remaining = self.cutoff - self.above
+        remaining = self._cutoff - self._above
         asked = base.size if hits.size < remaining else int(hits[remaining - 1]) + 1
-        self.asked += asked
-        self.above += min(int(hits.size), remaining)
+        self._asked += asked
+        self._above += min(int(hits.size), remaining)
         return above[:asked], base[:asked], scalar
 
     def __repr__(self) -> str:
-        return (f"{self._func}(threshold={self.threshold!r}, epsilon={self.epsilon!r}, "
-                f"cutoff={self.cutoff}, sensitivity={self.sensitivity!r}, "
-                f"monotonic={self.monotonic}; asked {self.asked}, above {self.above}"
+        return (f"{self._func}(threshold={self._threshold_given!r}, epsilon={self._epsilon!r}, "
+                f"cutoff={self._cutoff}, sensitivity={self._sensitivity!r}, "
+                f"monotonic={self._monotonic}; asked {self._asked}, above {self._above}"
                 f"{', halted' if self.halted else ''})")
 
 
@@ -333,12 +388,16 @@ class Sparse(_SparseVector):
         """Whether each query's answer is above the threshold: a bool for one number, else
         a bool array that stops at the halt. Raises :class:`SparseVectorHalted` once
         halted."""
-        self._running()
-        one = self._one(values)
-        if one is not None:
-            return one
-        answers, _, scalar = self._compare(values)
-        return bool(answers[0]) if scalar else answers
+        self._enter()
+        try:
+            self._running()
+            one = self._one(values)
+            if one is not None:
+                return one
+            answers, _, scalar = self._compare(values)
+            return bool(answers[0]) if scalar else answers
+        finally:
+            self._leave()
 
 
 class AboveThreshold(Sparse):
@@ -383,7 +442,7 @@ class NumericSparse(_SparseVector):
     (array([False, False,  True]), 1)
     """
 
-    _shares = (0.25, 0.25, 0.5)
+    _default_shares = (0.25, 0.25, 0.5)
     _numeric = True
 
     def query(self, values: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[Any]]:
@@ -391,17 +450,21 @@ class NumericSparse(_SparseVector):
         halt), and a noisy value for each ``True``, in order (int64 for integer queries
         with discrete noise, else float64). Raises :class:`SparseVectorHalted` once
         halted."""
-        self._running()
-        one = self._one(values)
-        if one is not None:
-            answers, base = np.array([one]), np.array([values])
-        else:
-            answers, base, _ = self._compare(values)
-        chosen = base[answers]
-        threads = resolve_threads(self._threads, self._func, max(chosen.size, 1))
-        released = self._noise.draw(self._gen, threads, chosen, self._noise.values) \
-            if chosen.size else chosen.copy()
-        return answers, released
+        self._enter()
+        try:
+            self._running()
+            one = self._one(values)
+            if one is not None:
+                answers, base = np.array([one]), np.array([values])
+            else:
+                answers, base, _ = self._compare(values)
+            chosen = base[answers]
+            threads = resolve_threads(self._threads, self._func, max(chosen.size, 1))
+            released = self._noise.draw(self._gen, threads, chosen, self._noise.values) \
+                if chosen.size else chosen.copy()
+            return answers, released
+        finally:
+            self._leave()
 
 
 def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: int,
@@ -419,7 +482,7 @@ def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: in
     func = "sample_runs"
     n = _v.check_positive_int(runs, "runs", func)
     _, c, _, _, _, noise, base_t = _checked(threshold, epsilon, cutoff, sensitivity,
-                                            monotonic, shares, Sparse._shares, func)
+                                            monotonic, shares, Sparse._default_shares, func)
     base_q, _ = _check_values(values, noise, (noise.queries,), "values", func)
     gen = resolve_rng(rng, func)
     m = base_q.size
