@@ -35,7 +35,7 @@ def _three_charges(path, delta=0.0):
     acct = dp.Accountant(epsilon=1.0, delta=delta, ledger=path)
     for i in range(3):
         acct.spend(0.25, label=f"{MARKER}-{i}")
-    acct.close()
+    del acct
     return open(path, "rb").read().splitlines(keepends=True)
 
 
@@ -88,7 +88,7 @@ def assert_exhausted(path, line, what):
         assert isinstance(info.value, dp.BudgetExceededError)
         assert isinstance(info.value, dp.LedgerError)
         msg = str(info.value)
-        acct.close()
+        del acct
     assert f"line {line}: " in msg and what in msg, msg
     assert MARKER not in msg and "25e-2" not in msg
     if size is not None:
@@ -125,7 +125,7 @@ def test_a_budget_raised_by_hand_is_refused_at_open(path, charges):
     acct = dp.Accountant(epsilon=1.0, ledger=path)
     for _ in range(charges):
         acct.spend(0.25)
-    acct.close()
+    del acct
     lines = open(path, "rb").read().splitlines(keepends=True)
     lines[0] = _recrc(lines[0].replace(b"budget 1e0 ", b"budget 9e0 "))
     _rewrite(path, lines)
@@ -179,7 +179,7 @@ def test_a_long_lived_accountant_does_not_heal_a_removed_record(path):
     old.spend(0.25)
     other = dp.Accountant.from_ledger(path)
     other.spend(0.25)                               # charge 3, never read by `old`
-    other.close()
+    del other
     lines = open(path, "rb").read().splitlines(keepends=True)
     _rewrite(path, lines[:3])                       # charge 3 removed at a record boundary
     # `old` has read exactly what is left: without the seal it would write a valid charge 3.
@@ -204,7 +204,7 @@ def test_a_file_cut_under_a_long_lived_accountant(path):
 
 # -- failed writes ----------------------------------------------------------------------
 def test_a_short_write_and_efbig_charge_nothing(path):
-    dp.Accountant(epsilon=1.0, ledger=path).close()
+    dp.Accountant(epsilon=1.0, ledger=path)
 
     def child():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -305,7 +305,7 @@ def test_a_ledger_planted_by_another_user_is_refused_unless_shared(shared_dir):
     def plant():
         os.setgid(65534)
         os.setuid(65534)
-        dp.Accountant(epsilon=1.0, ledger=path).close()
+        dp.Accountant(epsilon=1.0, ledger=path)
         os.chmod(path, 0o666)
         return os.stat(path).st_uid
 
@@ -328,7 +328,7 @@ def test_a_ledger_planted_by_another_user_is_refused_unless_shared(shared_dir):
     (".dpfast-key", 0o604, "mode 0604"),
 ])
 def test_files_others_can_change_are_refused(path, target, mode, what):
-    dp.Accountant(epsilon=1.0, ledger=path).close()
+    dp.Accountant(epsilon=1.0, ledger=path)
     os.chmod(path + target, mode)
     before = open(path, "rb").read()
     with pytest.raises(dp.LedgerError, match=what) as info:
@@ -340,7 +340,7 @@ def test_files_others_can_change_are_refused(path, target, mode, what):
 
 @pytest.mark.parametrize("target", ["", ".dpfast-key"])
 def test_symbolic_links_are_refused(path, tmp_path, target):
-    dp.Accountant(epsilon=1.0, ledger=path).close()
+    dp.Accountant(epsilon=1.0, ledger=path)
     real = str(tmp_path / "elsewhere")
     os.rename(path + target, real)
     os.symlink(real, path + target)
@@ -366,7 +366,7 @@ def test_a_directory_others_can_write_is_refused(shared_dir):
 def test_new_files_are_private_even_under_umask_zero(path):
     old = os.umask(0)
     try:
-        dp.Accountant(epsilon=1.0, ledger=path).close()
+        dp.Accountant(epsilon=1.0, ledger=path)
     finally:
         os.umask(old)
     for name in (path, path + ".dpfast-key"):
@@ -407,7 +407,7 @@ def test_processes_creating_one_ledger_at_once_share_it(path):
 
 # -- descriptors --------------------------------------------------------------------------
 def test_dropped_accountants_release_their_descriptors(path):
-    dp.Accountant(epsilon=1e6, ledger=path).close()
+    dp.Accountant(epsilon=1e6, ledger=path)
 
     def child():
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
@@ -511,7 +511,7 @@ def test_a_marker_value_never_appears_in_messages(path):
 def test_a_failed_spend_leaves_process_and_file_equal_under_signals(path):
     # SIGINT sent again and again to a spending child: each spend either completes (file and
     # total) or raises before anything is written, so the child's total is the file's.
-    dp.Accountant(epsilon=1e6, ledger=path).close()
+    dp.Accountant(epsilon=1e6, ledger=path)
     # The handler raises anywhere but in the loop below, which so sees every interrupt.
     code = ("import signal, sys, dpfast as dp\n"
             "def interrupt(signum, frame):\n"
