@@ -198,4 +198,4 @@ def test_bad_queries_draw_nothing_and_change_nothing(args, exc, name):
     with pytest.raises(exc, match=f"'{name}'"):
         pmw.answer(*args)
     assert rng_state(rng) == state and np.array_equal(pmw.synthetic, xhat)
-    assert pmw.answered == 0
+    assert (pmw.answered, pmw.updates_used) == (0, 0) and not pmw.halted

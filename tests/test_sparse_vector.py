@@ -359,15 +359,18 @@ BAD_QUERY = [
 ]
 
 
+@pytest.mark.parametrize("cls", [dp.Sparse, dp.NumericSparse])
 @pytest.mark.parametrize("values, exc", BAD_QUERY, ids=[str(i) for i in range(len(BAD_QUERY))])
-def test_bad_queries_draw_nothing_and_change_nothing(values, exc):
+def test_bad_queries_draw_nothing_and_change_nothing(cls, values, exc):
     rng = dp.ChaCha20(5)
-    s = dp.Sparse(1000.0, epsilon=1.0, cutoff=2, accountant=dp.Accountant(), rng=rng)
-    s.query([1.0, 2.0])
-    state, asked = rng_state(rng), s.asked
+    s = cls(1000.0, epsilon=1.0, cutoff=2, accountant=dp.Accountant(), rng=rng)
+    s.query([1.0, 2.0, 2000.0])
+    state, counters = rng_state(rng), (s.asked, s.above)
     with pytest.raises(exc, match="'values'"):
         s.query(values)
-    assert rng_state(rng) == state and s.asked == asked and not s.halted
+    assert rng_state(rng) == state and (s.asked, s.above) == counters and not s.halted
+    # The object answers on, from where the generator stood.
+    assert s.query([1.0]) is not None and s.asked == counters[0] + 1
 
 
 def test_integer_threshold_needs_integer_queries():

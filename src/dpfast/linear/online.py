@@ -108,6 +108,14 @@ class PrivateMultiplicativeWeights(Owned):
         As for :func:`dpfast.laplace_mechanism`; the object keeps drawing from the
         generator ``rng`` resolves to.
 
+    Notes
+    -----
+    Owned state (:mod:`dpfast._owned`): calls from several threads take turns (never more
+    than ``updates`` updates), a call re-entering the object from its own thread raises
+    ``RuntimeError``, and copies, pickles and use in a forked child raise. The public
+    attributes are read-only; the histogram, its synthetic copy and the noise are private
+    (:attr:`synthetic` returns a copy).
+
     Examples
     --------
     >>> import numpy as np

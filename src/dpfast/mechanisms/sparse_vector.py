@@ -371,6 +371,15 @@ class Sparse(_SparseVector):
     BudgetExceededError
         If the accountant cannot afford ``epsilon``; nothing is drawn.
 
+    Notes
+    -----
+    Owned state (:mod:`dpfast._owned`): calls from several threads take turns, each
+    holding the object from its cutoff check to its counters, so the object never gives
+    more than ``cutoff`` above answers; a query whose conversion calls the object again
+    raises ``RuntimeError``. Copies, pickles and use in a forked child raise (each would
+    answer ``cutoff`` more queries under the one charge). ``cutoff``, ``above``, ``asked``
+    and the parameters are read-only; the noisy threshold is private.
+
     Examples
     --------
     >>> import dpfast as dp
