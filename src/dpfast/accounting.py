@@ -274,9 +274,10 @@ class LedgerEntry(_LedgerFields):
 _TEXTS: "dict[_Amount, str]" = {}
 
 
-def _amount_text(a: "_Amount") -> str:
+def _amount_text(a: "_Amount", remember: bool = True) -> str:
     """An exact amount as a short exact decimal (``1e-1``), or ``inf`` (remembered: a
-    pipeline charges the same few amounts again and again)."""
+    pipeline charges the same few amounts again and again; running totals, which never
+    repeat, are not)."""
     text = _TEXTS.get(a)
     if text is None:
         if a == math.inf:
@@ -284,7 +285,7 @@ def _amount_text(a: "_Amount") -> str:
         digits = str(a)
         mantissa = digits.rstrip("0") or "0"
         text = f"{mantissa}e{len(digits) - len(mantissa) - _K}"
-        if len(_TEXTS) < _CACHE_MAX:
+        if remember and len(_TEXTS) < _CACHE_MAX:
             _TEXTS[a] = text
     return text
 
@@ -748,6 +749,8 @@ class Accountant:
             return len(self._tally.records)
 
     def __repr__(self) -> str:
+        if self._ledger_file is not None and self._ledger_file.closed:
+            return f"<Accountant: ledger {self._ledger_file.path!r}, closed>"
         eps, dlt = self.spent
         extra = "" if self._k == 1 else f", group_size={self._k}"
         if self._delta_prime is not None:
@@ -1042,8 +1045,8 @@ class Accountant:
                 return
             spent = self._tally.spent
             amounts = (_amount_text(charge[0]), _amount_text(charge[1]),
-                       _amount_text(spent[0] + charge[0]),
-                       _amount_text(_add(spent[1], charge[1])))
+                       _amount_text(spent[0] + charge[0], False),
+                       _amount_text(_add(spent[1], charge[1]), False))
             # Signals are held in _synced: the write, the sync and the take-in are one step
             # for Python's signal handlers, so after this returns or raises, this process's
             # total is the file's.

@@ -53,6 +53,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hmac
+import importlib
 import json
 import os
 import signal
@@ -120,7 +121,13 @@ def _mac(key: bytes, text: str) -> str:
     return hmac.digest(key, text.encode("utf-8"), "sha256")[:16].hex()
 
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
+try:
+    # The C module under `signal`: the same functions without the enum conversions, which
+    # cost more than the rest of a ledger-backed spend on a fast disk.
+    _raw_signal: Any = importlib.import_module("_signal")
+except ImportError:         # pragma: no cover - CPython has it
+    _raw_signal = signal
 
 
 class HeldSignals:
@@ -149,11 +156,11 @@ def hold_signals() -> HeldSignals | None:
     held = HeldSignals()
     try:
         for signum in _SIGNALS:
-            old = signal.getsignal(signum)
+            old = _raw_signal.getsignal(signum)
             if old is None or old == signal.SIG_IGN:
                 continue                  # ignored, or installed outside Python: left alone
             held.previous[signum] = old
-            signal.signal(signum, held)
+            _raw_signal.signal(signum, held)
     except BaseException:
         release_signals(held)
         raise
@@ -165,9 +172,9 @@ def release_signals(held: HeldSignals | None) -> None:
     if held is None:
         return
     for signum, old in held.previous.items():
-        signal.signal(signum, old)
+        _raw_signal.signal(signum, old)
     for signum in dict.fromkeys(held.caught):
-        signal.raise_signal(signum)
+        _raw_signal.raise_signal(signum)
 
 
 def _sync(fd: int) -> None:
@@ -309,6 +316,11 @@ class LedgerFile:
                 if fd >= 0:
                     os.close(fd)
         self._fd = self._key_fd = self._pid = -1
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
 
     def lock(self, held: HeldSignals | None = None) -> None:
         """Take the file's lock (waiting at most 30 s, or until a ``held`` signal)."""
