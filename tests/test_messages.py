@@ -483,7 +483,6 @@ NO_DATA = {
 #: Cases in files whose owners have not yet removed the leak: xfail(strict) so that the fix
 #: turns them into failures until the mark goes. Keyed by (name, index in its list).
 LEAKS: dict[tuple[str, int], str] = {
-    ("dpfast.NumericSparse", 1): "mechanisms/sparse_vector.py",
 }
 
 

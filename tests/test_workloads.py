@@ -222,3 +222,20 @@ def test_only_the_trusted_workload_types_pass_check_trusted():
         wl.check_trusted(Louder(4), "workload", "mwem")
     with pytest.raises(TypeError, match="Workload"):
         wl.check_trusted(wl.Workload(), "workload", "mwem")
+
+
+def test_private_multiplicative_weights_refuses_a_subclass_of_a_trusted_workload():
+    # A subclass could answer 50 times its queries under the sensitivity-1 calibration.
+    import dpfast as dp
+
+    class Louder(wl.Explicit):
+        def answer(self, x):
+            return 50 * super().answer(x)
+
+    pmw = dp.PrivateMultiplicativeWeights(np.arange(8), epsilon=1.0, alpha=0.5,
+                                          accountant=dp.Accountant(), rng=3)
+    before = pmw.synthetic
+    with pytest.raises(TypeError, match="not a subclass"):
+        pmw.answer(Louder(np.eye(8)))
+    np.testing.assert_array_equal(pmw.synthetic, before)
+    assert pmw.answer(wl.Explicit(np.eye(8))).shape == (8,)

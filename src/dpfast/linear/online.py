@@ -346,9 +346,7 @@ class _Stream:
 
     def __init__(self, workload: _wl.Workload, queries: ArrayLike | None,
                  x: NDArray[np.float64], func: str):
-        if not isinstance(workload, _wl.Workload) or type(workload) is _wl.Workload:
-            raise TypeError(f"The 'workload' parameter of {func} must be a dpfast workload. "
-                            f"Got {_v.describe(workload)} instead.")
+        _wl.check_trusted(workload, "workload", func)
         if workload.n_cells != x.size:
             raise ValueError(f"The 'workload' parameter of {func} must have the histogram's "
                              f"{x.size} cells. Got {workload!r} instead.")
