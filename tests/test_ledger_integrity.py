@@ -363,6 +363,33 @@ def test_a_directory_others_can_write_is_refused(shared_dir):
     dp.Accountant(epsilon=1.0, ledger=path, shared_ledger=True).spend(0.5)
 
 
+@needs_root
+def test_a_directory_owned_by_another_user_is_refused(shared_dir):
+    where = os.path.join(shared_dir, "theirs")
+    os.mkdir(where, 0o755)
+    os.chown(where, 65534, 65534)
+    path = os.path.join(where, "budget.ledger")
+    with pytest.raises(dp.LedgerError, match="owned by another user.*uid 65534"):
+        dp.Accountant(epsilon=1.0, ledger=path)
+    assert os.listdir(where) == []
+
+
+def test_a_lock_held_elsewhere_is_waited_for_a_bounded_time(path, monkeypatch):
+    import fcntl
+
+    from dpfast import ledger
+    dp.Accountant(epsilon=1.0, ledger=path)
+    acct = dp.Accountant.from_ledger(path)
+    # Anyone who can open the file can flock it (a read-only descriptor is enough).
+    with open(path, "rb") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        monkeypatch.setattr(ledger, "_LOCK_WAIT", 0.2)
+        with pytest.raises(dp.LedgerError, match="Could not lock .*budget.ledger"):
+            acct.spend(0.25)
+    acct.spend(0.25)                              # released: the spend goes through
+    assert dp.Accountant.from_ledger(path).spent == (0.25, 0.0)
+
+
 def test_new_files_are_private_even_under_umask_zero(path):
     old = os.umask(0)
     try:
