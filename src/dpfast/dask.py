@@ -39,7 +39,7 @@ from its own operators.
 
 One key, one input. ``noisy_counts`` returns a lazy array that can be computed again; its
 key is bound to the input read before the charge: each block's task digests its block
-again (HMAC-SHA-256 under a key drawn from the OS for this release) and refuses a block that
+again (a checksum under 32 bytes drawn from the OS for this release: ``_digest``) and refuses a block that
 changed since (nothing of that block is released). So computing again gives the identical
 release of identical data, or a refusal -- never the same noise on other counts (which
 would publish the change exactly). A result the cluster still holds is returned as it was.
@@ -219,11 +219,18 @@ def _refuse_unaffordable(rel: Release) -> None:
 
 
 def _digest(mac: bytes, block: np.ndarray) -> bytes:
-    """A keyed digest (HMAC-SHA-256) of a block's dtype, shape and bytes."""
-    h = hmac.new(mac, digestmod=hashlib.sha256)
-    h.update(f"{block.dtype.str} {block.shape}".encode())
-    h.update(np.ascontiguousarray(block).data)
-    return h.digest()
+    """A digest of a block's dtype, shape and bytes, under the release's 32 random bytes
+    ``mac``: a keyed BLAKE2b of the dtype and shape, and dpfast's compiled 64-bit checksum
+    of the bytes (about 13 GB/s, against 1.7 GB/s for HMAC-SHA-256 here; the digest is
+    taken twice per block). The checksum detects a changed input, which is all the binding
+    needs: to publish the difference of two inputs under one key, the second would have to
+    collide with a first that the writer does not know (knowing it, there is nothing left to
+    learn), and the digests travel in the graph beside the noise key itself."""
+    head = hashlib.blake2b(f"{block.dtype.str} {block.shape}".encode(), key=mac,
+                           digest_size=16).digest()
+    flat = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+    seed = int.from_bytes(mac[:8], "little")
+    return head + _native.checksum(flat, seed).to_bytes(8, "little")
 
 
 def _scan_block(block: np.ndarray, mac: bytes, checked: bool,
