@@ -13,21 +13,13 @@ import tempfile
 import pytest
 
 from dpfast import cli
+from test_cli import run
 
 PEOPLE = "name,age\nann,23\nbob,35\ncy,61\n"
 HIST = ["histogram", "--column", "age", "--bins", "0,50,100", "--epsilon", "1"]
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="runs the command as another uid (setuid)")
 USER, OTHER = 4242, 65534
-
-
-def run(argv, capsys):
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
