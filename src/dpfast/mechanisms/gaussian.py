@@ -30,7 +30,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..samplers import gaussian_grid
+from ..samplers import MAX_DISCRETE_SIGMA, eta, gaussian_grid
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -200,13 +200,14 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
     data, _ = _v.check_data(value, "value", func)
     data = np.asarray(data, dtype=np.float64)
-    sigma = _grid_sigma(d2, eps, dlt, max(1, data.size), calibration, func)
-    g = gaussian_grid(sigma)
+    sigma, g = _grid_sigma(d2, eps, dlt, max(1, data.size), calibration, func)
+    # Rounding to the grid and adding lattice noise are exact while |value| / g stays below
+    # 2**52; g depends only on the public parameters (finer for more coordinates).
     limit = 2.0**52 * g
     lo, hi = _v.value_range(data) if data.size else (0.0, 0.0)
     if max(-lo, hi) > limit:
-        raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit:g} "
-                         "for exact grid arithmetic.")
+        raise ValueError(f"The 'value' parameter of {func} must have |value| <= 2**52 times "
+                         f"the noise grid step, {limit:g} here, for exact grid arithmetic.")
     out = np.empty(data.shape, dtype=np.float64)
     release(func, accountant, eps, dlt, rng, threads, out.size, _native.fill_gaussian, out,
             sigma / g, g, data)
@@ -223,28 +224,94 @@ def _check_sigma(sigma: float, d2: float, eps: float, dlt: float, func: str) -> 
     return sigma
 
 
+# The continuous calibration is made for delta (1 - _MARGIN); the lattice noise's delta, at
+# 2**19 or more grid steps per sigma, is within _LATTICE (relative) of the continuous one.
+_MARGIN = 1e-4
+_LATTICE = 1e-6
+# Bound on the probability, per coordinate, of noise beyond 37 sigma (where the sampler's
+# acceptance probability underflows and its error is absolute): 2 exp(-684) < 1e-296.
+_TAIL = 1e-290
+# A grid whose sigma is within this factor of the analytic sigma needs no finer grid.
+_ENOUGH = 1.0 + 1e-4
+
+
+def _sampler_error(steps: float) -> float:
+    """a such that every output probability of the sampler with ``steps`` grid steps per
+    sigma is within a factor exp(+-a) of the exact discrete Gaussian's: the relative error
+    ``2 eta(t) + 2**-50``, ``t = floor(steps) + 1`` (see :mod:`dpfast.samplers`)."""
+    r = 2.0 * eta(math.floor(steps) + 1.0) + 2.0**-50
+    return math.inf if r >= 0.5 else -math.log1p(-r) * (1.0 + 2.0**-40)
+
+
+def _covers(sigma: float, sens: float, eps: float, dlt: float, a: float) -> bool:
+    """Whether noise of this sigma, drawn with a sampler error factor exp(+-a), gives
+    (eps, dlt)-DP for the (rounded) l2 sensitivity ``sens``: a coordinate's probabilities
+    move by exp(+-a), so the release is (eps, e**a delta_exact(eps - 2a))-DP; delta_exact is
+    the continuous analytic delta within _LATTICE, plus the tail term."""
+    e2 = math.nextafter(eps - 2.0 * a, -math.inf)
+    if not e2 > 0.0:
+        return False
+    unit = math.nextafter(sigma / sens, 0.0)        # rounded down: larger delta
+    value, err = _analytic_delta(unit, e2)
+    if err > _MAX_DELTA_ERROR * dlt:
+        return False
+    return math.exp(a) * (value + err) * (1.0 + _LATTICE) + _TAIL <= dlt * (1.0 - 2.0**-40)
+
+
+def _sigma_on_grid(g: float, d2: float, eps: float, dlt: float, dims: int,
+                   calibration: str, func: str) -> float:
+    """The sigma of a release of ``dims`` coordinates rounded to the grid g, or inf if no
+    sigma the sampler supports covers it."""
+    # Rounding each coordinate to the grid moves neighbours up to g apart in it, so up to
+    # g sqrt(d) further apart in l2 (the sum's rounding, 1e-16 relative, is inside _LATTICE).
+    sens = d2 + g * math.sqrt(dims)
+    margin = 1.0 - _MARGIN
+    try:
+        sigma = _sigma(sens, eps, dlt, calibration, func, margin)
+        for _ in range(8):
+            steps = sigma / g
+            if steps > MAX_DISCRETE_SIGMA:
+                return math.inf
+            a = _sampler_error(steps)
+            if _covers(sigma, sens, eps, dlt, a):
+                return sigma
+            # The sampler's error is not inside the margin: calibrate for it explicitly, for
+            # a slightly larger sigma than this one (a grows with the steps per sigma).
+            a = _sampler_error(min(steps * 1.01, MAX_DISCRETE_SIGMA))
+            if not eps - 2.0 * a > 0.0:
+                return math.inf
+            sigma = max(sigma, _sigma(sens, eps - 2.0 * a, dlt, calibration, func,
+                                      margin * math.exp(-a)))
+    except ValueError:
+        return math.inf
+    return math.inf
+
+
 def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
-                calibration: Literal["analytic", "classic"], func: str) -> float:
-    """The sigma of a grid release of ``dims`` coordinates: calibrated for the sensitivity
-    plus what rounding to the grid can add, and for delta (1 - 1e-4)."""
-    # Rounding to the grid can move neighbours g sqrt(d) further apart: recalibrate until the
-    # grid of the final sigma is covered. The lattice noise is calibrated for delta (1 - 1e-4):
-    # at 2**19 or more grid steps per sigma its delta differs from the continuous one by about
-    # 1e-12 relative, and the sampler's own error (a factor exp(+-eta), eta(2**20) = 7.5e-9,
-    # on each probability) moves delta by about 1e-6 relative: both inside the margin.
-    margin = 1.0 - 1e-4
-    sigma = _sigma(d2, eps, dlt, calibration, func, margin)
-    g = gaussian_grid(_check_sigma(sigma, d2, eps, dlt, func))
-    # Fixed point: sigma calibrated for D2 + g sqrt(d) must not need a coarser grid than g.
-    # g at least doubles each round, so this settles within a few rounds or never (when
-    # sqrt(d) sigma / D2 is near 2**20 or more).
-    for _ in range(64):
-        sigma = _sigma(d2 + g * math.sqrt(dims), eps, dlt, calibration, func, margin)
-        if gaussian_grid(sigma) <= g:
-            return _check_sigma(sigma, d2, eps, dlt, func)
-        g = gaussian_grid(sigma)
-    raise ValueError(
-        f"{func} cannot calibrate a grid release of {dims:,} coordinates at "
-        f"sensitivity={d2!r}, epsilon={eps!r}, delta={dlt!r}: rounding to the noise grid would "
-        "cost more than the noise allows (sqrt(d) * sigma / sensitivity approaches 2**20). "
-        "Release the vector in smaller parts or use a larger epsilon.")
+                calibration: Literal["analytic", "classic"],
+                func: str) -> tuple[float, float]:
+    """(sigma, g): the noise sigma and grid step of a grid release of ``dims`` coordinates.
+
+    The candidates are power-of-two grids from 2**19 to 2**20 steps per sigma (the coarsest,
+    as :func:`dpfast.gaussian`) down to the sampler's limit, each calibrated by
+    :func:`_sigma_on_grid`; the coarsest whose sigma is within _ENOUGH of the analytic sigma
+    for the sensitivity alone is taken, else the one with the smallest sigma."""
+    sigma0 = _check_sigma(_sigma(d2, eps, dlt, calibration, func, 1.0 - _MARGIN),
+                          d2, eps, dlt, func)
+    ideal = _sigma(d2, eps, dlt, calibration, func)
+    g = gaussian_grid(sigma0)
+    best, best_g = math.inf, g
+    while sigma0 / g <= MAX_DISCRETE_SIGMA and g >= sys.float_info.min:
+        sigma = _sigma_on_grid(g, d2, eps, dlt, dims, calibration, func)
+        if sigma < best:
+            best, best_g = sigma, g
+        if best <= ideal * _ENOUGH:
+            break
+        g /= 2.0
+    if best == math.inf:
+        raise ValueError(
+            f"{func} cannot calibrate a grid release of {dims:,} coordinates at "
+            f"sensitivity={d2!r}, epsilon={eps!r}, delta={dlt!r}: on every grid the sampler "
+            "supports, rounding to the grid or the sampler's own error costs more than the "
+            "noise allows. Use a larger epsilon or delta.")
+    return _check_sigma(best, d2, eps, dlt, func), best_g
