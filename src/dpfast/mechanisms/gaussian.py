@@ -57,14 +57,15 @@ def _analytic_delta(s: float, eps: float) -> tuple[float, float]:
 
     Each term has a relative error of a few ulp from erfc and exp, plus what the rounding of
     its argument x moves it by (relative |x| ulp(x) at most, the slope of log Phi); the two
-    terms can be close, so the bound is absolute."""
+    terms can be close, so the bound is absolute. ``eps`` may be negative (the grid release
+    evaluates delta at ``eps`` minus the sampler's error, see :func:`_covers`)."""
     a = 0.5 / s
     b = eps * s
     t1 = _phi(a - b)
     t2 = math.exp(eps) * _phi(-a - b)
-    arg = 2.0**-52 * (a + b)
+    arg = 2.0**-52 * (a + abs(b))
     err = t1 * (_TERM_ERROR + (abs(a - b) + 1.0) * arg) + \
-        t2 * (_TERM_ERROR + (a + b + 1.0) * arg)
+        t2 * (_TERM_ERROR + (abs(a + b) + 1.0) * arg)
     return t1 - t2, err
 
 
@@ -248,9 +249,7 @@ def _covers(sigma: float, sens: float, eps: float, dlt: float, a: float) -> bool
     (eps, dlt)-DP for the (rounded) l2 sensitivity ``sens``: a coordinate's probabilities
     move by exp(+-a), so the release is (eps, e**a delta_exact(eps - 2a))-DP; delta_exact is
     the continuous analytic delta within _LATTICE, plus the tail term."""
-    e2 = math.nextafter(eps - 2.0 * a, -math.inf)
-    if not e2 > 0.0:
-        return False
+    e2 = math.nextafter(eps - 2.0 * a, -math.inf)      # may be negative: delta is defined
     unit = math.nextafter(sigma / sens, 0.0)        # rounded down: larger delta
     value, err = _analytic_delta(unit, e2)
     if err > _MAX_DELTA_ERROR * dlt:
@@ -277,11 +276,11 @@ def _sigma_on_grid(g: float, d2: float, eps: float, dlt: float, dims: int,
                 return sigma
             # The sampler's error is not inside the margin: calibrate for it explicitly, for
             # a slightly larger sigma than this one (a grows with the steps per sigma).
+            # The analytic condition is the one checked, whatever the calibration.
             a = _sampler_error(min(steps * 1.01, MAX_DISCRETE_SIGMA))
-            if not eps - 2.0 * a > 0.0:
-                return math.inf
-            sigma = max(sigma, _sigma(sens, eps - 2.0 * a, dlt, calibration, func,
-                                      margin * math.exp(-a)))
+            e2 = math.nextafter(eps - 2.0 * a, -math.inf)
+            unit = _unit_sigma(e2, dlt, "analytic", func, margin * math.exp(-a))
+            sigma = max(sigma, math.nextafter(sens * unit, math.inf))
     except ValueError:
         return math.inf
     return math.inf
