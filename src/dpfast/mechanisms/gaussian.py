@@ -12,14 +12,50 @@ with ``Phi(D2/(2 sigma) - eps sigma/D2) - e**eps Phi(-D2/(2 sigma) - eps sigma/D
 error against it, and a calibration whose error bound exceeds 1e-3 of delta (tiny epsilon
 and delta together, where delta is the difference of two probabilities near 1/2) is refused.
 Both are computed for sensitivity 1 and multiplied by it (sigma is linear in the
-sensitivity). Both are conditions for the continuous Gaussian. The mechanism rounds
-each coordinate to the grid, which can move neighbours ``g sqrt(d)`` further apart in l2, so
-it calibrates for ``D2 + g sqrt(d)``, and for ``delta (1 - 1e-4)`` to cover the difference
-between the lattice noise (2**19 to 2**20 grid steps per sigma) and the continuous Gaussian.
-At a few steps per sigma that difference is not small: the discrete Gaussian of Canonne,
-Kamath & Steinke (their Theorem 7) at sigma 2 to 5 exceeds the continuous delta by 2% to
-18% (``tests/test_gaussian.py``), which is why the mechanism does not add integer noise to
-integer data.
+sensitivity). Both are conditions for the continuous Gaussian.
+
+The grid release. ``gaussian_mechanism`` rounds each coordinate to a power-of-two grid g and
+adds ``g Z``, Z discrete Gaussian of parameter ``sigma / g`` (the steps per sigma). Three
+things separate it from the continuous condition, and the grid is chosen to pay for them:
+
+1. Rounding can move neighbours up to ``g sqrt(d)`` further apart in l2 (d coordinates), so
+   sigma is calibrated for ``D2 + g sqrt(d)``. This cost does not depend on sigma: the grid
+   is chosen from it. The candidates are the power-of-two grids from 2**19 to 2**20 steps
+   per sigma (the grid of :func:`dpfast.gaussian`) down to the sampler's limit
+   (``MAX_DISCRETE_SIGMA`` steps); the coarsest whose sigma is within 1.0001 of the analytic
+   sigma for ``D2`` alone is taken, else the one with the smallest sigma. More coordinates
+   get finer grids: 10**7 at epsilon 0.1, delta 1e-9 gets about 2**29.6 steps per sigma and
+   sigma 1.0004 times the analytic one.
+2. The lattice noise's delta differs from the continuous one. At a few steps per sigma that
+   difference is not small: the discrete Gaussian of Canonne, Kamath & Steinke (their
+   Theorem 7) at sigma 2 to 5 exceeds the continuous delta by 2% to 18%
+   (``tests/test_gaussian.py``), which is why the mechanism does not add integer noise to
+   integer data. The difference shrinks as the steps per sigma grow (about their inverse
+   square, by Poisson summation), so every candidate grid, at 2**19 steps or more, is within
+   1e-6 relative of the continuous delta, and finer grids only shrink it.
+3. The sampler's floating-point error grows with the steps per sigma: every output
+   probability is within a factor ``exp(+-a)``, ``a = -ln(1 - 2 eta(t) - 2**-50)`` with
+   ``t = floor(sigma/g) + 1`` and ``eta(t)`` about ``4 t 2**-49`` (:mod:`dpfast.samplers`). A
+   coordinate whose probabilities move by ``exp(+-a)`` turns an (epsilon', delta') mechanism
+   into an (epsilon' + 2a, e**a delta') one, so the release is (eps, delta)-DP when
+   ``e**a delta_analytic(eps - 2a) (1 + 1e-6) <= delta`` (``eps - 2a`` may be negative:
+   the analytic delta is defined there). Every sigma is checked against that condition, and
+   recalibrated for it where the calibration for ``delta (1 - 1e-4)`` does not already meet
+   it. This term is why finer grids are not free, and at tiny epsilon it dominates: there
+   ``delta`` grows by about ``a`` itself (the analytic delta's slope in epsilon is near 1/2),
+   so a scalar at epsilon 1e-6, delta 1e-5 gets sigma 1.0145 times the analytic one (the
+   best grid balances rounding against the sampler's error) and 10**8 coordinates at
+   epsilon 1e-5, delta 1e-5 are refused: no grid the sampler supports covers both.
+
+The bound of point 3 is per coordinate: it covers neighbours whose rounded values differ in
+one coordinate. Over k differing coordinates the worst-case factors multiply (``k a``); a
+bound for every k needs a sampler error bound that does not compound (e.g. one in Renyi
+divergence), which the kernel does not document today.
+
+Exact arithmetic: ``rint(value / g) + Z`` and its product by g are exact while
+``|value| <= 2**52 g``; g is finer for more coordinates, so that limit shrinks with them
+(10**7 coordinates at epsilon 0.1, delta 1e-9: about 2.7e8 times the sensitivity). Larger
+values are refused before anything is charged.
 """
 import math
 import sys
@@ -179,8 +215,10 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     Release ``value`` with Gaussian noise calibrated to its l2 ``sensitivity``:
     (epsilon, delta)-DP, both charged to the accountant before any noise is drawn.
 
-    The data (integer or float) is rounded to the grid of :func:`gaussian_granularity` and
-    gets grid Gaussian noise; the result is float64. (For integer pipelines,
+    The data (integer or float) is rounded to a power-of-two grid chosen from the public
+    parameters (finer for more coordinates, so that rounding costs at most about 1e-4 of
+    sigma where the sampler allows) and gets grid Gaussian noise; the result is float64.
+    ``|value|`` must stay below 2**52 grid steps. (For integer pipelines,
     :func:`discrete_gaussian` gives integer noise, but its (epsilon, delta) at the
     continuous calibration can exceed delta for small sigma -- by 2% to 18% at sigma 2 to 5
     -- so the mechanism does not use it.) See the module documentation for the
