@@ -386,9 +386,10 @@ def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     -----
     ``epsilon_from_rho`` increases with rho, so bisection finds the boundary; every rho it
     returns has been converted and checked, so rounding cannot push it over the budget. The
-    search starts from the classic bound: ``(sqrt(L + epsilon) - sqrt(L))**2`` with ``L =
-    log(1/delta)`` satisfies ``rho + 2 sqrt(rho L) = epsilon``, and the tight conversion is
-    never larger.
+    search starts from the classic bound: ``rho = (sqrt(L + epsilon) - sqrt(L))**2``, with
+    ``L = log(1/delta)``, solves ``rho + 2 sqrt(rho L) = epsilon`` (computed as ``(epsilon /
+    (sqrt(L + epsilon) + sqrt(L)))**2``, which does not cancel), and the tight conversion is
+    never larger there.
 
     Examples
     --------
@@ -403,7 +404,7 @@ def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     eps = _v.check_epsilon(epsilon, func)
     d = _check_open_delta(delta, func)
     big_l = -math.log(d)
-    classic = (math.sqrt(big_l + eps) - math.sqrt(big_l)) ** 2
+    classic = (eps / (math.sqrt(big_l + eps) + math.sqrt(big_l))) ** 2    # no cancellation
     lo = classic if epsilon_from_rho(classic, d) <= eps else 0.0
     hi = max(2.0 * lo, eps)
     while epsilon_from_rho(hi, d) <= eps:     # the conversion grows without bound in rho
