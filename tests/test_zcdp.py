@@ -228,29 +228,34 @@ def optimal_order(rho, delta):
 @pytest.mark.parametrize("rho", RHOS)
 @pytest.mark.parametrize("delta", DELTAS)
 def test_agrees_with_dp_accounting(rho, delta):
-    """Google's RdpAccountant holding one ZCDpEvent(rho) has Renyi divergence rho * alpha at
-    each of its orders and converts with ``compute_epsilon`` (rdp_privacy_accountant.py),
-    which evaluates the same CKS 2020 Proposition 12 bound, ``r + log1p(-1/a) - log(delta
-    a)/(a - 1)``, at every order it holds and takes the smallest: the infimum over the orders
-    given, not over all alpha. Given its default orders plus 401 orders within 0.1% of the
-    optimal one (the optimal one among them), it must agree with ours within 1e-9 relative,
-    and ours — the same bound plus its rounding-error allowance — must not be below it."""
-    dpa = pytest.importorskip("dp_accounting",
-                              reason="dp_accounting (pip install dp-accounting) not installed")
+    """Google's ``compute_epsilon`` (dp_accounting/rdp/rdp_privacy_accountant.py) converts
+    Renyi divergences ``rdp[i]`` at orders ``orders[i]`` with the same CKS 2020 Proposition
+    12 bound, ``r + log1p(-1/a) - log(delta a)/(a - 1)``, and takes the smallest over the
+    orders it is given: the infimum over those orders, not over all alpha. rho-zCDP is
+    ``rdp = rho * orders`` (what its RdpAccountant composes for a ``ZCDpEvent(rho)``, checked
+    below where the event exists: not yet in 0.4.0). Given its default orders plus 401
+    orders within 0.1% of the optimal one (the optimal one among them), it must agree with
+    ours within 1e-9 relative, and ours (the same bound plus its rounding-error allowance)
+    must not be below it."""
+    pytest.importorskip("dp_accounting",
+                        reason="dp_accounting (pip install dp-accounting) not installed")
+    import dp_accounting
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
     star = optimal_order(rho, delta)
     orders = list(rdp.DEFAULT_RDP_ORDERS) + [star * (1 + k * 2.5e-6) for k in range(-200, 201)]
-    accountant = rdp.RdpAccountant(orders=orders)
-    accountant.compose(dpa.ZCDpEvent(rho))
-    theirs = accountant.get_epsilon(delta)
+    theirs, _ = rdp.compute_epsilon(orders, [rho * a for a in orders], delta)
     ours = epsilon_from_rho(rho, delta)
     assert ours >= theirs
     assert ours <= theirs * (1 + 1e-9)
-    # Their default orders alone (integers up to 64, then 128 ... 1024) are looser: never
-    # tighter than ours, which is the point of optimising over every alpha.
-    default = rdp.RdpAccountant()
-    default.compose(dpa.ZCDpEvent(rho))
-    assert default.get_epsilon(delta) >= ours * (1 - 1e-15)
+    if hasattr(dp_accounting, "ZCDpEvent"):
+        accountant = rdp.RdpAccountant(orders=orders)
+        accountant.compose(dp_accounting.ZCDpEvent(rho))
+        assert accountant.get_epsilon(delta) == pytest.approx(theirs, rel=1e-15)
+    # Their default orders alone (a fixed grid up to 1024 or so) are never tighter than the
+    # optimum over every alpha, which ours finds.
+    default, _ = rdp.compute_epsilon(rdp.DEFAULT_RDP_ORDERS,
+                                     [rho * a for a in rdp.DEFAULT_RDP_ORDERS], delta)
+    assert default >= ours * (1 - 1e-13)
 
 
 @pytest.mark.parametrize("rho", RHOS)
