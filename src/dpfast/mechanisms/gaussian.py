@@ -57,6 +57,7 @@ Exact arithmetic: ``rint(value / g) + Z`` and its product by g are exact while
 (10**7 coordinates at epsilon 0.1, delta 1e-9: about 2.7e8 times the sensitivity). Larger
 values are refused before anything is charged.
 """
+import functools
 import math
 import sys
 from typing import TYPE_CHECKING, Literal
@@ -324,6 +325,9 @@ def _sigma_on_grid(g: float, d2: float, eps: float, dlt: float, dims: int,
     return math.inf
 
 
+# The calibration is a pure function of public parameters and costs about a millisecond
+# (tens at tiny epsilon): repeated releases with the same parameters reuse it.
+@functools.lru_cache(maxsize=256)
 def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
                 calibration: Literal["analytic", "classic"],
                 func: str) -> tuple[float, float]:
