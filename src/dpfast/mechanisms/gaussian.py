@@ -48,9 +48,13 @@ things separate it from the continuous condition, and the grid is chosen to pay 
    epsilon 1e-5, delta 1e-5 are refused: no grid the sampler supports covers both.
 
 The bound of point 3 is per coordinate: it covers neighbours whose rounded values differ in
-one coordinate. Over k differing coordinates the worst-case factors multiply (``k a``); a
-bound for every k needs a sampler error bound that does not compound (e.g. one in Renyi
-divergence), which the kernel does not document today.
+one coordinate. Over k differing coordinates (with l2 sensitivity, up to all d) the
+worst-case factors multiply, adding up to ``2 k a`` to epsilon; the errors are bounded and
+independent across coordinates, which suggests a bound of order ``a sqrt(k)``, but at the
+2**30 steps per sigma of 10**8 coordinates even that is not small. This gap is not new (at
+2**20 steps ``2 k a`` is 0.3 for 10**7 coordinates) but finer grids widen it; closing it
+needs a sampler whose error does not grow with the steps per sigma. ``_MAX_STEPS`` caps the
+steps per sigma the grid choice may use.
 
 Exact arithmetic: ``rint(value / g) + Z`` and its product by g are exact while
 ``|value| <= 2**52 g``; g is finer for more coordinates, so that limit shrinks with them
@@ -273,6 +277,9 @@ _LATTICE = 1e-6
 _TAIL = 1e-290
 # A grid whose sigma is within this factor of the analytic sigma needs no finer grid.
 _ENOUGH = 1.0 + 1e-4
+# The most grid steps per sigma a grid release may use (the kernel's limit); the sampler's
+# error per coordinate grows with them (see the module docstring).
+_MAX_STEPS = MAX_DISCRETE_SIGMA
 
 
 def _sampler_error(steps: float) -> float:
@@ -308,7 +315,7 @@ def _sigma_on_grid(g: float, d2: float, eps: float, dlt: float, dims: int,
         sigma = _sigma(sens, eps, dlt, calibration, func, margin)
         for _ in range(8):
             steps = sigma / g
-            if steps > MAX_DISCRETE_SIGMA:
+            if steps > _MAX_STEPS:
                 return math.inf
             a = _sampler_error(steps)
             if _covers(sigma, sens, eps, dlt, a):
@@ -316,7 +323,7 @@ def _sigma_on_grid(g: float, d2: float, eps: float, dlt: float, dims: int,
             # The sampler's error is not inside the margin: calibrate for it explicitly, for
             # a slightly larger sigma than this one (a grows with the steps per sigma).
             # The analytic condition is the one checked, whatever the calibration.
-            a = _sampler_error(min(steps * 1.01, MAX_DISCRETE_SIGMA))
+            a = _sampler_error(min(steps * 1.01, _MAX_STEPS))
             e2 = math.nextafter(eps - 2.0 * a, -math.inf)
             unit = _unit_sigma(e2, dlt, "analytic", func, margin * math.exp(-a))
             sigma = max(sigma, math.nextafter(sens * unit, math.inf))
@@ -342,7 +349,7 @@ def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
     ideal = _sigma(d2, eps, dlt, calibration, func)
     g = gaussian_grid(sigma0)
     best, best_g = math.inf, g
-    while sigma0 / g <= MAX_DISCRETE_SIGMA and g >= sys.float_info.min:
+    while sigma0 / g <= _MAX_STEPS and g >= sys.float_info.min:
         sigma = _sigma_on_grid(g, d2, eps, dlt, dims, calibration, func)
         if sigma < best:
             best, best_g = sigma, g
