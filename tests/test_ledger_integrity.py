@@ -13,6 +13,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -569,3 +570,56 @@ def test_a_failed_spend_leaves_process_and_file_equal_under_signals(path):
     assert int(interrupted) > 0          # the signals did land inside spends
     again = dp.Accountant.from_ledger(path)
     assert len(again) == int(count) and again.spent[0] == float(spent)
+
+
+# -- any raising signal handler ------------------------------------------------------------
+
+_ALARM_CHILD = r"""
+import os, signal, sys, tempfile
+import dpfast as dp
+
+class Timeout(Exception):
+    pass
+
+def handler(signum, frame):
+    raise Timeout()
+
+signal.signal(signal.SIGALRM, handler)
+bad = 0
+for attempt in range(int(sys.argv[2])):
+    path = os.path.join(sys.argv[1], f"b{attempt}.ledger")
+    acct = dp.Accountant(epsilon=1.0, ledger=path)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.00001 * (1 + attempt % 60))
+        acct.spend(1.0)
+    except Timeout:
+        pass
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        except Timeout:
+            pass
+    with open(path, "rb") as f:
+        in_file = f.read().count(b"\ncharge ")
+    if acct.spent[0] != float(in_file):
+        bad += 1                       # the process's total disagrees with its file
+    try:
+        acct.spend(1.0)                # accepted only if the first was not charged
+    except dp.BudgetExceededError:
+        pass
+    with open(path, "rb") as f:
+        if f.read().count(b"\ncharge ") > 1:
+            bad += 1                   # two charges of the whole budget: an overspend
+    acct.close()
+print(bad)
+"""
+
+
+def test_a_raising_alarm_handler_never_splits_a_charge_from_its_record(tmp_path):
+    # A timeout helper on SIGALRM (any handler that raises, not only Ctrl-C) interrupting
+    # spends at every point: the process's total always equals its file's, and a second
+    # charge of the whole budget is always refused.
+    out = subprocess.run([sys.executable, "-c", _ALARM_CHILD, str(tmp_path), "150"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "0"

@@ -77,7 +77,14 @@ class Owned:
             self._refuse_process()
         lock = self._owned_lock
         lock.acquire()
-        if self._owned_busy:
+        try:
+            busy = self._owned_busy
+            if not busy:
+                self._owned_busy = True
+        except BaseException:           # a signal handler raising here: the lock goes back
+            lock.release()
+            raise
+        if busy:
             # Only the thread holding the lock can get here (RLock): a call re-entering.
             lock.release()
             name = type(self).__name__
@@ -85,12 +92,13 @@ class Owned:
                 f"This {name} is already in a call on the same thread: a query value, "
                 f"index array or workload called it again while it was deciding. Convert "
                 f"the queries to an array before the call.")
-        self._owned_busy = True
 
     def _leave(self) -> None:
         """End a call started by :meth:`_enter`."""
-        self._owned_busy = False
-        self._owned_lock.release()
+        try:
+            self._owned_busy = False
+        finally:
+            self._owned_lock.release()
 
     def _refuse_copy(self) -> NoReturn:
         name = type(self).__name__

@@ -1050,12 +1050,19 @@ class Accountant:
             # Signals are held in _synced: the write, the sync and the take-in are one step
             # for Python's signal handlers, so after this returns or raises, this process's
             # total is the file's.
+            before = file.count
             try:
                 # Durable before anything changes here, and before the caller draws noise.
                 file.append(amounts, _charge_details(record))
             except Damaged as exc:
                 self._tally.spent = self._budget
                 raise self._damage_error(exc.line, exc.what) from None
+            except BaseException:
+                if file.count > before:
+                    # Interrupted after the record was made durable (a handler the hold
+                    # could not defer): it is spent, and counted here as in the file.
+                    self._commit(updates, root, new, record)
+                raise
             self._commit(updates, root, new, record)
 
     def _commit(self, updates: "list[tuple[_Node, _Cost]]", root: "_Node | None",

@@ -121,7 +121,9 @@ def _mac(key: bytes, text: str) -> str:
     return hmac.digest(key, text.encode("utf-8"), "sha256")[:16].hex()
 
 
-_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
+# Every signal a Python handler may be installed for (SIGKILL and SIGSTOP cannot be caught).
+_SIGNALS = tuple(int(s) for s in signal.valid_signals()
+                 if s not in (signal.SIGKILL, signal.SIGSTOP))
 try:
     # The C module under `signal`: the same functions without the enum conversions, which
     # cost more than the rest of a ledger-backed spend on a fast disk.
@@ -131,7 +133,7 @@ except ImportError:         # pragma: no cover - CPython has it
 
 
 class HeldSignals:
-    """SIGINT and SIGTERM caught while held (see :func:`hold_signals`)."""
+    """Signals caught while held (see :func:`hold_signals`)."""
 
     def __init__(self) -> None:
         self.previous: dict[int, Any] = {}
@@ -142,9 +144,10 @@ class HeldSignals:
 
 
 def hold_signals() -> HeldSignals | None:
-    """Defer SIGINT and SIGTERM until :func:`release_signals`, so that a KeyboardInterrupt
-    (or a SIGTERM handler) cannot land between taking the locks, a charge's write, its sync
-    and the accountant taking it in: the process's total always equals the file's.
+    """Defer every signal that has a Python handler (SIGINT's KeyboardInterrupt, a SIGTERM
+    handler, a timeout on SIGALRM, ...) until :func:`release_signals`, so that no handler
+    can raise between taking the locks, a charge's write, its sync and the accountant taking
+    it in: the process's total always equals the file's, and no lock is left held.
 
     Python runs signal handlers on the main thread only, whichever thread the kernel
     delivers a signal to (a thread mask would not do: native worker threads may take it),
@@ -157,8 +160,8 @@ def hold_signals() -> HeldSignals | None:
     try:
         for signum in _SIGNALS:
             old = _raw_signal.getsignal(signum)
-            if old is None or old == signal.SIG_IGN:
-                continue                  # ignored, or installed outside Python: left alone
+            if not callable(old):
+                continue           # default, ignored, or installed outside Python: left alone
             held.previous[signum] = old
             _raw_signal.signal(signum, held)
     except BaseException:
@@ -171,8 +174,17 @@ def release_signals(held: HeldSignals | None) -> None:
     """Undo :func:`hold_signals`: restore the handlers, then deliver what was caught."""
     if held is None:
         return
-    for signum, old in held.previous.items():
-        _raw_signal.signal(signum, old)
+    pending = list(held.previous.items())
+    try:
+        while pending:
+            signum, old = pending[-1]
+            _raw_signal.signal(signum, old)
+            pending.pop()
+    finally:
+        # A handler restored above may have raised (a signal arriving just then): the rest
+        # are restored all the same, never left recording.
+        for signum, old in pending:
+            _raw_signal.signal(signum, old)
     for signum in dict.fromkeys(held.caught):
         _raw_signal.raise_signal(signum)
 

@@ -306,10 +306,14 @@ class PrivateMultiplicativeWeights(Owned):
         """Measure a query, step ``x_hat`` towards the measurement, return it."""
         g, t = self._measure
         measured = _native.laplace_scalar(self._gen, 1, t, g, truth)
-        step = 2.0 * self._alpha * (1.0 if measured > synth else -1.0)
-        self._xhat *= np.exp(step * row)
-        self._xhat *= self._total / float(self._xhat.sum())
+        # Counted before anything uses it, and the new histogram put in place in one step:
+        # an interruption between the two can only over-count (the safe side), never leave
+        # a measurement in x_hat that the update limit did not see.
         self._updates_used += 1
+        step = 2.0 * self._alpha * (1.0 if measured > synth else -1.0)
+        xhat = self._xhat * np.exp(step * row)
+        xhat *= self._total / float(xhat.sum())
+        self._xhat = xhat
         return float(measured)
 
     def __repr__(self) -> str:
