@@ -1,0 +1,255 @@
+"""Additive noise: one object per family, the only Python code that calls the additive-noise
+sampling kernels.
+
+A noise object is a family (:class:`Laplace`, :class:`Gaussian`) at one scale, on integers or
+on a grid of reals. It knows everything the releases used to re-derive, each in its own
+module: its grid and kernel parameters, its per-cell variance, a tail bound, and its privacy
+cost for a given sensitivity. It draws cell-addressed noise into a buffer
+(:meth:`Laplace.fill`: cell ``i`` of chunk ``chunk0 + i // CHUNK`` gets noise that is a
+function of the key and that position only) or for one value (:meth:`Laplace.scalar`).
+
+The models are numpy's ``cont()``/``disc()`` (one generic driver every sampler goes through)
+and OpenDP's ``MakeNoise`` (one trait for every noise; a measurement is a noise plus a
+sensitivity): a mechanism is a noise object, a sensitivity, and a release.
+
+A ``source`` is the release's key (:class:`dpfast._native.Key`, handed out by
+:meth:`dpfast._release.Release.charge`) or, on the one-call path of
+:func:`dpfast._release.release`, the generator the charge unlocked. :meth:`fill` and
+:meth:`scalar` follow the kernel convention of :mod:`dpfast._release`,
+``kernel(source, threads, *args)``, so a bound method is passed to ``release`` as its kernel.
+
+The selection, randomized-response, sparse-vector, multiplicative-weights and small-database
+kernels are not additive noise and are not called from here (yet).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _native
+from .samplers import dlap_variance, gaussian_grid, laplace_grid
+from .zcdp import rho_from_epsilon, rho_gaussian
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    _Source = _native.ChaCha20 | _native.Key
+
+__all__ = ["Laplace", "Gaussian"]
+
+
+def _check_scale(scale: float, name: str) -> float:
+    """A noise scale: a finite real > 0 (public, so it may be shown)."""
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"The '{name}' of a noise must be a real number. Got {scale!r} instead.")
+    s = float(scale)
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"The '{name}' of a noise must be finite and > 0. Got {scale!r} "
+                         "instead.")
+    return s
+
+
+class Laplace:
+    """Laplace noise of scale ``scale``: discrete Laplace on integers, or Laplace on a grid.
+
+    Parameters
+    ----------
+    scale : float
+        The noise scale b (``sensitivity / epsilon``), finite and > 0.
+    integer : bool
+        True: discrete Laplace with parameter ``t = scale`` (``P[K = k]`` proportional to
+        ``exp(-|k| / t)``), added to integer cells. False: ``g K`` with ``(g, t) =``
+        :func:`dpfast.samplers.laplace_grid` ``(scale)``, added to float cells (outputs on
+        the grid of step ``g``, a power of two).
+
+    Attributes
+    ----------
+    scale : float
+        The noise scale.
+    integer : bool
+        Whether the noise is integer-valued.
+    g : float
+        The grid step (1.0 for integer noise).
+    t : float
+        The discrete Laplace parameter of the kernel (``scale / g``, exact).
+
+    Examples
+    --------
+    >>> from dpfast.noise import Laplace
+    >>> noise = Laplace(2.0, integer=True)
+    >>> noise.epsilon(1.0), noise.rho(1.0)
+    (0.5, 0.125)
+    """
+
+    __slots__ = ("scale", "integer", "g", "t")
+
+    def __init__(self, scale: float, integer: bool) -> None:
+        self.scale = _check_scale(scale, "scale")
+        self.integer = bool(integer)
+        self.g, self.t = (1.0, self.scale) if self.integer else laplace_grid(self.scale)
+
+    def __repr__(self) -> str:
+        return f"Laplace(scale={self.scale!r}, integer={self.integer!r})"
+
+    @property
+    def variance(self) -> float:
+        """Per-cell variance of the noise: ``dlap_variance(t) g**2`` (about ``2 scale**2``)."""
+        return dlap_variance(self.t) * self.g * self.g
+
+    def tail_bound(self, beta: float) -> float:
+        """A bound exceeded by one cell's noise in absolute value with probability <= beta.
+
+        Parameters
+        ----------
+        beta : float
+            Tail probability, in (0, 1).
+
+        Returns
+        -------
+        float
+            ``g j`` for the smallest integer ``j`` with
+            ``P[|K| > j] = 2 q**(j+1) / (1 + q) <= beta``, ``q = exp(-1/t)``.
+        """
+        b = float(beta)
+        if not 0.0 < b < 1.0:
+            raise ValueError(f"The 'beta' parameter of tail_bound must be in (0, 1). Got "
+                             f"{beta!r} instead.")
+        log_q = -1.0 / self.t
+        q = math.exp(log_q)
+        j = max(math.ceil((math.log(b) + math.log1p(q) - math.log(2.0)) / log_q) - 1, 0)
+        # Guard the ceil against rounding in the logarithms.
+        while j > 0 and 2.0 * math.exp(log_q * j) / (1.0 + q) <= b:
+            j -= 1
+        while 2.0 * math.exp(log_q * (j + 1)) / (1.0 + q) > b:
+            j += 1
+        return j * self.g
+
+    def epsilon(self, sensitivity: float) -> float:
+        """Pure DP cost for an l1 ``sensitivity``: ``sensitivity / scale`` (the nominal
+        epsilon; :func:`dpfast.laplace_privacy_loss` adds the floating-point term)."""
+        return float(sensitivity) / self.scale
+
+    def rho(self, sensitivity: float) -> float:
+        """zCDP cost for an l1 ``sensitivity``: ``epsilon**2 / 2`` (never understated)."""
+        return rho_from_epsilon(self.epsilon(sensitivity))
+
+    def fill(self, source: _Source, threads: int, out: NDArray[Any], base: NDArray[Any] | None = None,
+             chunk0: int = 0) -> NDArray[Any]:
+        """Write ``base + noise`` (noise alone when ``base`` is None) into ``out``.
+
+        Parameters
+        ----------
+        source : dpfast._native.Key or dpfast._native.ChaCha20
+            The release's key, or the generator of a one-call release.
+        threads : int
+            Threads for the kernel.
+        out : ndarray
+            int64/int32 (integer noise) or float64 (grid noise), C-contiguous, written.
+        base : ndarray or None
+            Values the noise is added to (may be ``out`` itself).
+        chunk0 : int
+            Index of the chunk of ``out[0]``: the cell addresses of a piece of a release.
+
+        Returns
+        -------
+        ndarray
+            ``out``.
+        """
+        if self.integer:
+            return _native.fill_discrete_laplace(source, threads, out, self.t,
+                                                 base, chunk0)
+        return _native.fill_laplace(source, threads, out, self.t, self.g,
+                                    base, chunk0)
+
+    def scalar(self, source: _Source, threads: int,
+               base: int | float | None = None) -> int | float:
+        """``base + noise`` for one value (an int for integer noise, a float otherwise)."""
+        if self.integer:
+            return _native.discrete_laplace_scalar(source, threads, self.t, base)  # type: ignore[arg-type]
+        return _native.laplace_scalar(source, threads, self.t, self.g, base)
+
+
+class Gaussian:
+    """Gaussian noise of parameter ``sigma``: discrete Gaussian on integers, or on a grid.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise parameter, finite and > 0.
+    integer : bool
+        True: the discrete Gaussian ``N_Z(0, sigma**2)`` (Canonne, Kamath & Steinke 2020),
+        added to int64 cells. False: ``g`` times the discrete Gaussian of parameter
+        ``sigma / g``, ``g =`` :func:`dpfast.samplers.gaussian_grid` ``(sigma)``, added to
+        float cells.
+
+    Attributes
+    ----------
+    sigma : float
+        The noise parameter.
+    integer : bool
+        Whether the noise is integer-valued.
+    g : float
+        The grid step (1.0 for integer noise).
+
+    Examples
+    --------
+    >>> from dpfast.noise import Gaussian
+    >>> Gaussian(2.0, integer=True).rho(1.0)
+    0.125
+    """
+
+    __slots__ = ("sigma", "integer", "g")
+
+    def __init__(self, sigma: float, integer: bool) -> None:
+        self.sigma = _check_scale(sigma, "sigma")
+        self.integer = bool(integer)
+        self.g = 1.0 if self.integer else gaussian_grid(self.sigma)
+
+    def __repr__(self) -> str:
+        return f"Gaussian(sigma={self.sigma!r}, integer={self.integer!r})"
+
+    @property
+    def scale(self) -> float:
+        """The noise scale: ``sigma``."""
+        return self.sigma
+
+    @property
+    def variance(self) -> float:
+        """Per-cell variance: ``sigma**2`` (the discrete Gaussian's is at most that)."""
+        return self.sigma * self.sigma
+
+    def tail_bound(self, beta: float) -> float:
+        """A bound exceeded by one cell's noise in absolute value with probability <= beta:
+        ``sigma sqrt(2 ln(2 / beta))`` (both Gaussians are sigma-subgaussian)."""
+        b = float(beta)
+        if not 0.0 < b < 1.0:
+            raise ValueError(f"The 'beta' parameter of tail_bound must be in (0, 1). Got "
+                             f"{beta!r} instead.")
+        return self.sigma * math.sqrt(2.0 * math.log(2.0 / b))
+
+    def rho(self, sensitivity: float) -> float:
+        """zCDP cost for an l2 ``sensitivity``: ``sensitivity**2 / (2 sigma**2)``."""
+        return rho_gaussian(sensitivity, self.sigma)
+
+    def fill(self, source: _Source, threads: int, out: NDArray[Any], base: NDArray[Any] | None = None,
+             chunk0: int = 0) -> NDArray[Any]:
+        """Write ``base + noise`` (noise alone when ``base`` is None) into ``out`` (int64
+        for integer noise, float64 otherwise); arguments as :meth:`Laplace.fill`."""
+        if self.integer:
+            return _native.fill_discrete_gaussian(source, threads, out, self.sigma,
+                                                  base, chunk0)
+        return _native.fill_gaussian(source, threads, out, self.sigma / self.g,
+                                     self.g, base, chunk0)
+
+    def scalar(self, source: _Source, threads: int,
+               base: int | float | None = None) -> int | float:
+        """``base + noise`` for one value, drawn as the first cell of a one-cell buffer."""
+        if self.integer:
+            cell = np.empty(1, dtype=np.int64)
+            ints = None if base is None else np.array([base], dtype=np.int64)
+            return int(self.fill(source, threads, cell, ints)[0])
+        reals = np.empty(1, dtype=np.float64)
+        fbase = None if base is None else np.array([base], dtype=np.float64)
+        return float(self.fill(source, threads, reals, fbase)[0])
