@@ -21,7 +21,8 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release, ledger_path, release
-from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+from ..noise import Laplace
+from ..samplers import MAX_DISCRETE_SCALE
 from . import postprocess as _post
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
                       unnamed_file_map)
@@ -166,8 +167,8 @@ def _release(counts: "NDArray[np.int64]", scale: float, rel: Release,
     """Charge, noise the exact counts in place under the release's key, post-process."""
     flat = counts.reshape(-1)
     key = rel.charge()
-    _native.fill_discrete_laplace(key, rel.threads if flat.size > _native.CHUNK else 1, flat,
-                                  scale, flat)
+    Laplace(scale, integer=True).fill(key, rel.threads if flat.size > _native.CHUNK else 1,
+                                      flat, flat)
     return _post.apply(counts, postprocess, total=total)
 
 
@@ -641,9 +642,7 @@ def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any
     else:
         key = gen                      # the release's key, handed out by its charge
     is_int = dst.dtype.kind == "i"
-    fill: Any                   # one of two kernels, called with its own params
-    fill, params = ((_native.fill_discrete_laplace, (scale,)) if is_int
-                    else (_native.fill_laplace, laplace_grid(scale)[::-1]))
+    noise = Laplace(scale, integer=is_int)
     flat_in = src.reshape(-1) if src.flags.c_contiguous else None
     flat_out = dst.reshape(-1)
     # The kernels read int64/int32/float64 counts and write the same type straight into
@@ -673,7 +672,7 @@ def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any
             else:
                 block = flat_in[start:stop] if flat_in is not None else src.flat[start:stop]
                 base = dest = np.array(block, dtype=work, copy=True)
-            fill(key, threads, dest, *params, base, start // _native.CHUNK)
+            noise.fill(key, threads, dest, base, start // _native.CHUNK)
             if clip:
                 np.maximum(dest, 0, out=dest)
             if not direct:
@@ -735,7 +734,7 @@ def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool, sc
         what = ("|counts| <= 2**62" if dst.dtype == np.int64 else
                 f"|counts| <= {limit} so that counts plus noise fit the int32 'out'")
     else:
-        limit = 2.0**52 * laplace_grid(scale)[0]
+        limit = 2.0**52 * Laplace(scale, integer=False).g
         what = f"finite |counts| <= {limit:g} (exact grid arithmetic)"
     sums = []
     for start, block in zip(range(0, src.size, BLOCK), _blocks(src)):
