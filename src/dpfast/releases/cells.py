@@ -21,7 +21,8 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+from ..noise import Laplace
+from ..samplers import MAX_DISCRETE_SCALE
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -61,16 +62,11 @@ def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any], scal
     first = start // CHUNK
     pad = start - first * CHUNK
     k = key if isinstance(key, _native.Key) else _native.Key.from_bytes(key)
-    out: NDArray[Any]
-    if integer:
-        ints = np.zeros(pad + flat.size, dtype=np.int32 if int32 else np.int64)
-        ints[pad:] = flat
-        out = _native.fill_discrete_laplace(k, threads, ints, scale, ints, first)
-    else:
-        reals = np.zeros(pad + flat.size, dtype=np.float64)
-        reals[pad:] = flat
-        g, t = laplace_grid(scale)
-        out = _native.fill_laplace(k, threads, reals, t, g, reals, first)
+    # The chunk is padded at the front so that each cell keeps its address in the release.
+    cell = np.zeros(pad + flat.size, dtype=(np.float64 if not integer else
+                                            np.int32 if int32 else np.int64))
+    cell[pad:] = flat
+    out = Laplace(scale, integer=integer).fill(k, threads, cell, cell, first)
     return out[pad:].reshape(counts.shape)
 
 
