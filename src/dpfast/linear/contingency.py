@@ -54,7 +54,8 @@ from .. import validation as _v
 from .._release import Release
 from ..mechanisms.laplace import max_error_bound
 from ..releases.postprocess import consistent_counts
-from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
+from ..noise import Laplace
+from ..samplers import MAX_DISCRETE_SCALE
 from .workloads import Marginals, _domain, marginal_sums
 
 if TYPE_CHECKING:
@@ -400,8 +401,8 @@ def _add_noise(tables: list[NDArray[np.int64]], scale: float,
     its key."""
     flat = np.concatenate([t.reshape(-1) for t in tables])
     key = rel.charge()
-    _native.fill_discrete_laplace(key, rel.threads if flat.size > _native.CHUNK else 1, flat,
-                                  scale, flat)
+    Laplace(scale, integer=True).fill(key, rel.threads if flat.size > _native.CHUNK else 1,
+                                      flat, flat)
     ends = np.cumsum([t.size for t in tables])
     return [part.reshape(t.shape) for part, t in zip(np.split(flat, ends[:-1]), tables)]
 
@@ -776,7 +777,7 @@ def _variance_factors(plan: _Plan, method: str) -> list[float]:
 
 
 def _variances(plan: _Plan, method: str, eps: float) -> dict[tuple[Hashable, ...], float]:
-    sigma2 = dlap_variance(len(plan.sets) / eps)
+    sigma2 = Laplace(len(plan.sets) / eps, integer=True).variance
     return {lab: sigma2 * f for lab, f in zip(plan.labels, _variance_factors(plan, method))}
 
 
