@@ -146,7 +146,9 @@ class Laplace:
         threads : int
             Threads for the kernel.
         out : ndarray
-            int64/int32 (integer noise) or float64 (grid noise), C-contiguous, written.
+            int64/int32 (integer noise) or float64, C-contiguous, written. Integer noise
+            drawn into float64 cells goes through the grid kernel on the grid of the
+            integers (step 1), exact while the sums stay within ``2**52``.
         base : ndarray or None
             Values the noise is added to (may be ``out`` itself).
         chunk0 : int
@@ -157,7 +159,7 @@ class Laplace:
         ndarray
             ``out``.
         """
-        if self.integer:
+        if self.integer and out.dtype != np.float64:
             return _native.fill_discrete_laplace(source, threads, out, self.t,
                                                  base, chunk0)
         return _native.fill_laplace(source, threads, out, self.t, self.g,

@@ -36,7 +36,8 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..samplers import MAX_DISCRETE_SCALE, dlap_variance, laplace_grid
+from ..noise import Laplace
+from ..samplers import MAX_DISCRETE_SCALE
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -127,10 +128,9 @@ def mean_range_variance(n: int, branching: int, height: int, node_variance: floa
 
 
 def _noise_variance(integer: bool, scale: float) -> float:
-    """Variance of the noise of this scale: discrete Laplace with parameter `scale`, or
-    grid Laplace (discrete Laplace in grid steps)."""
-    g, t = (1.0, scale) if integer else laplace_grid(scale)
-    return g * g * dlap_variance(t)
+    """Variance of the noise of this scale per measured node (that of
+    :class:`dpfast.noise.Laplace`)."""
+    return Laplace(scale, integer).variance
 
 
 def _sum_groups(a: NDArray[np.float64], b: int,
@@ -392,14 +392,15 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
 
 class TreeParams:
     """What a tree release needs to know before it sees a count: the trees' shapes, the
-    noise (``scale``; grid ``g`` and parameter ``t``) and the per-node variance. Public."""
+    noise (``noise``, with its ``scale``, grid ``g`` and parameter ``t``) and the per-node
+    variance. Public."""
 
     def __init__(self, shape: tuple[int, ...], integer: bool, epsilon: float,
-                 trees: tuple[_Tree1D, ...], scale: float, g: float, t: float,
-                 node_variance: float):
+                 trees: tuple[_Tree1D, ...], noise: Laplace):
         self.shape, self.integer, self.epsilon = shape, integer, epsilon
-        self.trees, self.scale, self.g, self.t = trees, scale, g, t
-        self.node_variance = node_variance
+        self.trees, self.noise = trees, noise
+        self.scale, self.g, self.t = noise.scale, noise.g, noise.t
+        self.node_variance = noise.variance
 
 
 def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float, branching: object,
@@ -410,10 +411,9 @@ def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float, branching
     per_record = math.prod(h for _, h in shapes)            # nodes counting each record
     scale = _v.check_mechanism_scale(float(per_record), epsilon, func,
                                      high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
-    g, t = (1.0, scale) if integer else laplace_grid(scale)
-    node_var = _noise_variance(integer, scale)
-    trees = tuple(_Tree1D(n, b, h, node_var) for n, (b, h) in zip(shape, shapes))
-    return TreeParams(tuple(shape), integer, epsilon, trees, scale, g, t, node_var)
+    noise = Laplace(scale, integer)
+    trees = tuple(_Tree1D(n, b, h, noise.variance) for n, (b, h) in zip(shape, shapes))
+    return TreeParams(tuple(shape), integer, epsilon, trees, noise)
 
 
 class TreePlan:
@@ -456,7 +456,7 @@ def noisy_tree(plan: TreePlan, key: _native.Key, threads: int) -> TreeRelease:
     estimate (post-processing)."""
     p = plan.params
     levels = plan.levels()
-    _native.fill_laplace(key, threads, plan.nodes, p.t, p.g, plan.nodes)
+    p.noise.fill(key, threads, plan.nodes, plan.nodes)
     trees, shape = p.trees, p.shape
     # Post-processing: least squares along each axis in turn (a Kronecker product of trees).
     if len(trees) == 1:
