@@ -25,7 +25,8 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..samplers import MAX_DISCRETE_SCALE, dlap_variance
+from ..noise import Laplace
+from ..samplers import MAX_DISCRETE_SCALE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -276,7 +277,7 @@ def noisy_hierarchy(plan: HierarchyPlan, key: _native.Key, threads: int) -> Hier
     the integer rounding (post-processing; the plan's counts are overwritten)."""
     p = plan.params
     _noise_levels(key, threads, plan.exact, p.scales)
-    var = [dlap_variance(t) for t in p.scales]
+    var = [Laplace(t, integer=True).variance for t in p.scales]
     est, est_var = _least_squares(plan.exact, var, p.parents)
     return HierarchyRelease(_round_top_down(est, p.parents), est, est_var, p.parents,
                             p.epsilon, p.shares, plan.labels)
@@ -299,7 +300,7 @@ def _noise_levels(key: _native.Key, threads: int, levels: list[NDArray[np.int64]
     is drawn as a one-level release under the key would be)."""
     chunk = 0
     for c, t in zip(levels, scales):
-        _native.fill_discrete_laplace(key, threads, c, t, c, chunk)
+        Laplace(t, integer=True).fill(key, threads, c, c, chunk)
         chunk += -(-c.size // _native.CHUNK)
 
 
