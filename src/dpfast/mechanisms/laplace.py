@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
-from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..samplers import MAX_DISCRETE_SCALE, eta, laplace_grid
+from ..noise import Laplace
+from ..samplers import MAX_DISCRETE_SCALE, eta
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -95,30 +95,26 @@ def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
     eps = _v.check_epsilon(epsilon, func)
     # One Python number: the kernel and streams of a one-element array, without arrays.
     if type(value) is int and abs(value) <= _MAX_INT_VALUE:
-        t = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
-        return release(func, accountant, eps, 0.0, rng, threads, 1,
-                       _native.discrete_laplace_scalar, t, value)
+        noise = Laplace(_v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE), True)
+        return release(func, accountant, eps, 0.0, rng, threads, 1, noise.scalar, value)
     if type(value) is float:
-        g, t = laplace_grid(_v.check_mechanism_scale(d, eps, func))
-        if abs(value) <= 2.0**52 * g:               # False for NaN and infinities
-            return release(func, accountant, eps, 0.0, rng, threads, 1, _native.laplace_scalar,
-                           t, g, value)
+        noise = Laplace(_v.check_mechanism_scale(d, eps, func), False)
+        if abs(value) <= 2.0**52 * noise.g:         # False for NaN and infinities
+            return release(func, accountant, eps, 0.0, rng, threads, 1, noise.scalar, value)
     data, is_int = _v.check_data(value, "value", func)
     out: NDArray[np.int64] | NDArray[np.float64]
     if is_int:
-        t = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
+        noise = Laplace(_v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE), True)
         _check_magnitude(data, _MAX_INT_VALUE, "2**62", func)
         out = np.empty(data.shape, dtype=np.int64)
-        release(func, accountant, eps, 0.0, rng, threads, out.size,
-                _native.fill_discrete_laplace, out, t, data)
+        release(func, accountant, eps, 0.0, rng, threads, out.size, noise.fill, out, data)
     else:
-        g, t = laplace_grid(_v.check_mechanism_scale(d, eps, func))
-        limit = 2.0**52 * g
+        noise = Laplace(_v.check_mechanism_scale(d, eps, func), False)
+        limit = 2.0**52 * noise.g
         _check_magnitude(data, limit, f"{limit:g} (2**52 grid steps at scale {d / eps:g}, "
                          "for exact grid arithmetic)", func)
         out = np.empty(data.shape, dtype=np.float64)
-        release(func, accountant, eps, 0.0, rng, threads, out.size, _native.fill_laplace,
-                out, t, g, data)
+        release(func, accountant, eps, 0.0, rng, threads, out.size, noise.fill, out, data)
     return out if out.ndim else out.item()
 
 
@@ -158,7 +154,8 @@ def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = F
         t = _v.check_scale(scale, func, high=MAX_DISCRETE_SCALE)
         return math.floor(d) / t + eta(t)
     b = _v.check_scale(scale, func)
-    g, t = laplace_grid(b)
+    grid = Laplace(b, integer=False)
+    g, t = grid.g, grid.t
     # Round-half-to-even can put inputs D apart floor(D/g) + 1 cells apart; D/g in exact
     # arithmetic (g is a power of two), since it can exceed the largest float.
     cells = math.floor(Fraction(d) / Fraction(g)) + 1
