@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _native
-from .samplers import dlap_variance, gaussian_grid, laplace_grid
+# The module, not its names: dpfast.samplers draws through this module, so each imports
+# the other, and neither reads the other's names until called.
+from . import samplers as _samplers
 from .zcdp import rho_from_epsilon, rho_gaussian
 
 if TYPE_CHECKING:
@@ -88,7 +90,8 @@ class Laplace:
     def __init__(self, scale: float, integer: bool) -> None:
         self.scale = _check_scale(scale, "scale")
         self.integer = bool(integer)
-        self.g, self.t = (1.0, self.scale) if self.integer else laplace_grid(self.scale)
+        self.g, self.t = ((1.0, self.scale) if self.integer
+                          else _samplers.laplace_grid(self.scale))
 
     def __repr__(self) -> str:
         return f"Laplace(scale={self.scale!r}, integer={self.integer!r})"
@@ -96,7 +99,7 @@ class Laplace:
     @property
     def variance(self) -> float:
         """Per-cell variance of the noise: ``dlap_variance(t) g**2`` (about ``2 scale**2``)."""
-        return dlap_variance(self.t) * self.g * self.g
+        return _samplers.dlap_variance(self.t) * self.g * self.g
 
     def tail_bound(self, beta: float) -> float:
         """A bound exceeded by one cell's noise in absolute value with probability <= beta.
@@ -135,8 +138,8 @@ class Laplace:
         """zCDP cost for an l1 ``sensitivity``: ``epsilon**2 / 2`` (never understated)."""
         return rho_from_epsilon(self.epsilon(sensitivity))
 
-    def fill(self, source: _Source, threads: int, out: NDArray[Any], base: NDArray[Any] | None = None,
-             chunk0: int = 0) -> NDArray[Any]:
+    def fill(self, source: _Source, threads: int, out: NDArray[Any],
+             base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
         """Write ``base + noise`` (noise alone when ``base`` is None) into ``out``.
 
         Parameters
@@ -169,7 +172,9 @@ class Laplace:
                base: int | float | None = None) -> int | float:
         """``base + noise`` for one value (an int for integer noise, a float otherwise)."""
         if self.integer:
-            return _native.discrete_laplace_scalar(source, threads, self.t, base)  # type: ignore[arg-type]
+            # An int base for integer noise (the callers' contract; not checked per call).
+            return _native.discrete_laplace_scalar(source, threads, self.t,
+                                                   base)  # type: ignore[arg-type]
         return _native.laplace_scalar(source, threads, self.t, self.g, base)
 
 
@@ -207,7 +212,7 @@ class Gaussian:
     def __init__(self, sigma: float, integer: bool) -> None:
         self.sigma = _check_scale(sigma, "sigma")
         self.integer = bool(integer)
-        self.g = 1.0 if self.integer else gaussian_grid(self.sigma)
+        self.g = 1.0 if self.integer else _samplers.gaussian_grid(self.sigma)
 
     def __repr__(self) -> str:
         return f"Gaussian(sigma={self.sigma!r}, integer={self.integer!r})"
@@ -235,8 +240,8 @@ class Gaussian:
         """zCDP cost for an l2 ``sensitivity``: ``sensitivity**2 / (2 sigma**2)``."""
         return rho_gaussian(sensitivity, self.sigma)
 
-    def fill(self, source: _Source, threads: int, out: NDArray[Any], base: NDArray[Any] | None = None,
-             chunk0: int = 0) -> NDArray[Any]:
+    def fill(self, source: _Source, threads: int, out: NDArray[Any],
+             base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
         """Write ``base + noise`` (noise alone when ``base`` is None) into ``out`` (int64
         for integer noise, float64 otherwise); arguments as :meth:`Laplace.fill`."""
         if self.integer:

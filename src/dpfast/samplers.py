@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from . import _native
+from . import noise as _noise
 from . import validation as _v
 from ._release import draw
 
@@ -292,8 +293,8 @@ def laplace(scale: float, size: _Size | None = None, *, rng: RngLike = None,
     >>> bool((x / g == (x / g).round()).all())
     True
     """
-    g, t = laplace_grid(_v.check_scale(scale, "laplace"))
-    return _sample("laplace", size, rng, threads, np.float64, _native.fill_laplace, t, g)
+    noise = _noise.Laplace(_v.check_scale(scale, "laplace"), integer=False)
+    return _sample("laplace", size, rng, threads, np.float64, noise.fill)
 
 
 @overload
@@ -334,9 +335,9 @@ def discrete_laplace(scale: float, size: _Size | None = None, *, rng: RngLike = 
     >>> dp.discrete_laplace(2.0, 4, rng=3).dtype
     dtype('int64')
     """
-    t = _v.check_scale(scale, "discrete_laplace", high=MAX_DISCRETE_SCALE)
-    return _sample("discrete_laplace", size, rng, threads, np.int64,
-                   _native.fill_discrete_laplace, t)
+    noise = _noise.Laplace(_v.check_scale(scale, "discrete_laplace", high=MAX_DISCRETE_SCALE),
+                           integer=True)
+    return _sample("discrete_laplace", size, rng, threads, np.int64, noise.fill)
 
 
 def gaussian_granularity(sigma: float) -> float:
@@ -377,9 +378,8 @@ def gaussian(sigma: float, size: _Size | None = None, *, rng: RngLike = None,
     >>> bool((x / g == (x / g).round()).all())
     True
     """
-    s = _v.check_scale(sigma, "gaussian")
-    g = gaussian_grid(s)
-    return _sample("gaussian", size, rng, threads, np.float64, _native.fill_gaussian, s / g, g)
+    noise = _noise.Gaussian(_v.check_scale(sigma, "gaussian"), integer=False)
+    return _sample("gaussian", size, rng, threads, np.float64, noise.fill)
 
 
 @overload
@@ -401,6 +401,6 @@ def discrete_gaussian(sigma: float, size: _Size | None = None, *, rng: RngLike =
     >>> dp.discrete_gaussian(2.0, 5, rng=1).dtype
     dtype('int64')
     """
-    s = _v.check_scale(sigma, "discrete_gaussian", high=MAX_DISCRETE_SIGMA)
-    return _sample("discrete_gaussian", size, rng, threads, np.int64,
-                   _native.fill_discrete_gaussian, s)
+    noise = _noise.Gaussian(_v.check_scale(sigma, "discrete_gaussian", high=MAX_DISCRETE_SIGMA),
+                            integer=True)
+    return _sample("discrete_gaussian", size, rng, threads, np.int64, noise.fill)
