@@ -18,8 +18,9 @@ A ``source`` is the release's key (:class:`dpfast._native.Key`, handed out by
 :meth:`scalar` follow the kernel convention of :mod:`dpfast._release`,
 ``kernel(source, threads, *args)``, so a bound method is passed to ``release`` as its kernel.
 
-The selection, randomized-response, sparse-vector, multiplicative-weights and small-database
-kernels are not additive noise and are not called from here (yet).
+Not yet moved here: the additive noise of the Gaussian mechanism, the sparse-vector objects,
+private multiplicative weights, MWEM and SmallDB, which still call their kernels directly;
+the selection and randomized-response kernels (not additive noise) have no home here yet.
 """
 from __future__ import annotations
 
