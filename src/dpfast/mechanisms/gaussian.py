@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .. import _native
 from .. import validation as _v
 from .._release import release
+from ..noise import Gaussian
 from ..samplers import gaussian_grid
 
 if TYPE_CHECKING:
@@ -201,15 +201,14 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     data, _ = _v.check_data(value, "value", func)
     data = np.asarray(data, dtype=np.float64)
     sigma = _grid_sigma(d2, eps, dlt, max(1, data.size), calibration, func)
-    g = gaussian_grid(sigma)
-    limit = 2.0**52 * g
+    noise = Gaussian(sigma, integer=False)
+    limit = 2.0**52 * noise.g
     lo, hi = _v.value_range(data) if data.size else (0.0, 0.0)
     if max(-lo, hi) > limit:
         raise ValueError(f"The 'value' parameter of {func} must have |value| <= {limit:g} "
                          "for exact grid arithmetic.")
     out = np.empty(data.shape, dtype=np.float64)
-    release(func, accountant, eps, dlt, rng, threads, out.size, _native.fill_gaussian, out,
-            sigma / g, g, data)
+    release(func, accountant, eps, dlt, rng, threads, out.size, noise.fill, out, data)
     return out if out.ndim else out.item()
 
 
