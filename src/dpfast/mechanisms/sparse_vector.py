@@ -64,8 +64,9 @@ from .. import _native
 from .. import validation as _v
 from .._owned import Owned
 from .._release import release
+from ..noise import Laplace
 from ..rng import resolve_rng, resolve_threads
-from ..samplers import MAX_DISCRETE_SCALE, laplace_grid
+from ..samplers import MAX_DISCRETE_SCALE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -88,40 +89,37 @@ class SparseVectorHalted(RuntimeError):
 @dataclass(frozen=True)
 class _Noise:
     """The noise of one sparse-vector object: for each of the threshold, the comparisons
-    and the released values, the scale and (for grid noise) the grid ``(g, t)``."""
+    and the released values, the scale, and the :class:`dpfast.noise.Laplace` of each
+    scale (discrete, or on that scale's grid)."""
 
     discrete: bool
     threshold: float                   # noise scales
     queries: float
     values: float
-    grids: dict[float, tuple[float, float]] = field(default_factory=dict, compare=False)
+    laplaces: dict[float, Laplace] = field(default_factory=dict, compare=False)
 
-    def grid(self, scale: float) -> tuple[float, float]:
-        """``(g, t)`` of grid noise of this scale; ``(1, scale)`` for discrete noise."""
-        g = self.grids.get(scale)
-        if g is None:
-            g = self.grids[scale] = (1.0, scale) if self.discrete else laplace_grid(scale)
-        return g
+    def laplace(self, scale: float) -> Laplace:
+        """The Laplace noise of this scale: discrete (parameter ``scale``) or on the grid of
+        :func:`dpfast.samplers.laplace_grid` ``(scale)``."""
+        noise = self.laplaces.get(scale)
+        if noise is None:
+            noise = self.laplaces[scale] = Laplace(scale, integer=self.discrete)
+        return noise
 
     def limit(self, scale: float) -> float:
         """The largest magnitude a value noised at this scale may have."""
-        return float(_MAX_INT) if self.discrete else 2.0**52 * self.grid(scale)[0]
+        return float(_MAX_INT) if self.discrete else 2.0**52 * self.laplace(scale).g
 
     def draw(self, gen: _native.ChaCha20, threads: int, base: NDArray[Any],
              scale: float) -> NDArray[Any]:
         """``base`` (int64 when discrete, else float64) plus noise of this scale."""
-        g, t = self.grid(scale)
-        if self.discrete:
-            return _native.fill_discrete_laplace(gen, threads, np.empty(base.size, np.int64), t,
-                                                 base)
-        return _native.fill_laplace(gen, threads, np.empty(base.size), t, g, base)
+        out = np.empty(base.size, np.int64 if self.discrete else np.float64)
+        return self.laplace(scale).fill(gen, threads, out, base)
 
     def draw_one(self, gen: _native.ChaCha20, value: int | float, scale: float) -> int | float:
         """One value plus noise of this scale (on the calling thread)."""
-        g, t = self.grid(scale)
-        if self.discrete:
-            return _native.discrete_laplace_scalar(gen, 1, t, int(value))
-        return _native.laplace_scalar(gen, 1, t, g, float(value))
+        return self.laplace(scale).scalar(gen, 1, int(value) if self.discrete
+                                          else float(value))
 
 
 def _noise(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
