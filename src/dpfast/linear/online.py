@@ -62,8 +62,8 @@ from .. import validation as _v
 from .._owned import Owned
 from .._release import release
 from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise
+from ..noise import Laplace
 from ..rng import resolve_threads
-from ..samplers import laplace_grid
 from . import workloads as _wl
 
 if TYPE_CHECKING:
@@ -153,13 +153,15 @@ class PrivateMultiplicativeWeights(Owned):
                        (split[0] / (split[0] + split[1]), split[1] / (split[0] + split[1])),
                        func)
         names = "'epsilon', 'updates' and 'shares'"
-        measure = laplace_grid(_v.check_noise_scale(c / (rest * split[2]), names, func))
-        total_grid = laplace_grid(_v.check_noise_scale(1.0 / eps_total, names, func)) \
-            if public is None else (1.0, 1.0)
+        measure = Laplace(_v.check_noise_scale(c / (rest * split[2]), names, func),
+                          integer=False)
+        # The public total, or the noise the total is measured with.
+        total_from: float | Laplace = public if public is not None else Laplace(
+            _v.check_noise_scale(1.0 / eps_total, names, func), integer=False)
         _v.check_threads(threads, func)
         n: float
         self._gen, n, self._threshold_noise = release(
-            func, accountant, eps, 0.0, rng, threads, 1, _start, noise, x, public, total_grid)
+            func, accountant, eps, 0.0, rng, threads, 1, _start, noise, x, total_from)
         self._epsilon, self._alpha, self._updates, self._total = eps, a, c, n
         self._shares, self._total_epsilon = split, eps_total
         self._eps = (rest * split[0], rest * split[1], rest * split[2])
@@ -304,8 +306,7 @@ class PrivateMultiplicativeWeights(Owned):
     def _measure_and_update(self, row: NDArray[np.float64], truth: float,
                             synth: float) -> float:
         """Measure a query, step ``x_hat`` towards the measurement, return it."""
-        g, t = self._measure
-        measured = _native.laplace_scalar(self._gen, 1, t, g, truth)
+        measured = self._measure.scalar(self._gen, 1, truth)
         # Counted before anything uses it, and the new histogram put in place in one step:
         # an interruption between the two can only over-count (the safe side), never leave
         # a measurement in x_hat that the update limit did not see.
@@ -323,15 +324,13 @@ class PrivateMultiplicativeWeights(Owned):
 
 
 def _start(gen: _native.ChaCha20, threads: int, noise: _Noise, x: NDArray[np.float64],
-           public: float | None, total_grid: tuple[float, float],
-           ) -> tuple[_native.ChaCha20, float, NDArray[Any]]:
+           total: float | Laplace) -> tuple[_native.ChaCha20, float, NDArray[Any]]:
     """The release's kernel: the total (public, or measured and at least 1), the threshold
     noise, and the generator the object keeps."""
-    if public is None:
-        g, t = total_grid
-        n = max(_native.laplace_scalar(gen, threads, t, g, float(x.sum())), 1.0)
+    if isinstance(total, Laplace):
+        n = max(total.scalar(gen, threads, float(x.sum())), 1.0)
     else:
-        n = public
+        n = total
     return gen, n, noise.draw(gen, threads, np.zeros(1), noise.threshold)
 
 
