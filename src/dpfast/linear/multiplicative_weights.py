@@ -103,7 +103,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
-from ..samplers import laplace_grid
+from ..noise import Laplace
 from . import workloads as _wl
 
 if TYPE_CHECKING:
@@ -317,7 +317,7 @@ class _Plan:
     x: NDArray[np.float64]               # flat counts
     workload: _wl.Workload
     truth: NDArray[np.float64]           # workload.answer(x)
-    total: float | None                  # public total, or None to measure it
+    total: float | Laplace               # public total, or the noise it is measured with
     epsilon: float
     total_epsilon: float
     rounds: int
@@ -325,9 +325,8 @@ class _Plan:
     measure: str                         # "queries" or "tables"
     draws: int                           # the largest kernel call (for the thread count)
     em_a: float                          # selection weights exp(em_a * (u - max u))
-    grid: tuple[float, float]            # (g, t) of the measurements' Laplace noise
-    scale: float                         # their scale, g * t
-    total_grid: tuple[float, float]      # (g, t) of the total's Laplace noise
+    noise: Laplace                       # the measurements' noise (on a grid)
+    scale: float                         # its scale, g * t
 
 
 def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int,
@@ -345,15 +344,15 @@ def _plan(counts: ArrayLike, workload: _wl.Workload, epsilon: float, rounds: int
     names = "'epsilon' and 'rounds'"
     em_scale = _v.check_noise_scale(4.0 * t / eps_rounds, names, func, low=2.0**-1022,
                                     high=2.0**1001)
-    grid = laplace_grid(_v.check_noise_scale(2.0 * t / eps_rounds, names, func))
-    total_grid = laplace_grid(_v.check_noise_scale(1.0 / eps_total, names, func)) \
-        if public is None else (1.0, 1.0)
+    noise = Laplace(_v.check_noise_scale(2.0 * t / eps_rounds, names, func), integer=False)
+    total_from: float | Laplace = public if public is not None else Laplace(
+        _v.check_noise_scale(1.0 / eps_total, names, func), integer=False)
     truth = wl.answer(x)
-    _check_grid(float(truth.max()), grid[0], "the largest query answer", func)
-    if public is None:
-        _check_grid(float(x.sum()), total_grid[0], "the total", func)
-    return _Plan(x, wl, truth, public, eps, eps_total, t, avg, kind, _draws(wl, kind),
-                 1.0 / em_scale, grid, grid[0] * grid[1], total_grid)
+    _check_grid(float(truth.max()), noise.g, "the largest query answer", func)
+    if isinstance(total_from, Laplace):
+        _check_grid(float(x.sum()), total_from.g, "the total", func)
+    return _Plan(x, wl, truth, total_from, eps, eps_total, t, avg, kind, _draws(wl, kind),
+                 1.0 / em_scale, noise, noise.g * noise.t)
 
 
 def _check_workload(workload: object, func: str) -> _wl.Workload:
@@ -429,7 +428,8 @@ class _State(Protocol):
 
 def _run(gen: _native.ChaCha20, threads: int, plan: _Plan) -> MWEMRelease:
     """All rounds of MWEM on a checked plan, drawing from ``gen``."""
-    n = plan.total if plan.total is not None else _noisy_total(gen, threads, plan)
+    n = (_noisy_total(gen, threads, plan.total, plan.x) if isinstance(plan.total, Laplace)
+         else plan.total)
     state: _State = _Tables(plan, n) if plan.measure == "tables" else _Queries(plan, n)
     mean = np.zeros(plan.x.size) if plan.average else None
     selected = np.empty(plan.rounds, dtype=np.int64)
@@ -470,10 +470,10 @@ class _Measured:
         return out
 
 
-def _noisy_total(gen: _native.ChaCha20, threads: int, plan: _Plan) -> float:
-    """The total with Laplace noise of scale 1 / total_epsilon, at least 1."""
-    g, t = plan.total_grid
-    return max(_native.laplace_scalar(gen, threads, t, g, float(plan.x.sum())), 1.0)
+def _noisy_total(gen: _native.ChaCha20, threads: int, noise: Laplace,
+                 x: NDArray[np.float64]) -> float:
+    """The total of ``x`` with ``noise`` (scale 1 / total_epsilon), at least 1."""
+    return max(noise.scalar(gen, threads, float(x.sum())), 1.0)
 
 
 def _choose(gen: _native.ChaCha20, threads: int, plan: _Plan, u: NDArray[np.float64]) -> int:
@@ -497,8 +497,7 @@ class _Queries:
 
     def measure(self, gen: _native.ChaCha20, threads: int, i: int) -> NDArray[np.float64]:
         """The query's answer with Laplace noise of scale ``2T / eps_R`` (one value)."""
-        g, t = self.plan.grid
-        return np.array([_native.laplace_scalar(gen, threads, t, g, float(self.plan.truth[i]))])
+        return np.array([self.plan.noise.scalar(gen, threads, float(self.plan.truth[i]))])
 
     def update(self, i: int, value: NDArray[np.float64]) -> None:
         """``MWEM_PASSES`` passes of the paper's update over every measured query, each
@@ -541,8 +540,7 @@ class _Tables:
     def measure(self, gen: _native.ChaCha20, threads: int, j: int) -> NDArray[np.float64]:
         """Table ``j`` with Laplace noise of scale ``2T / eps_R`` on each cell (flat)."""
         base = self.truth(j)
-        g, t = self.plan.grid
-        return _native.fill_laplace(gen, threads, np.empty(base.size), t, g, base)
+        return self.plan.noise.fill(gen, threads, np.empty(base.size), base)
 
     def update(self, j: int, value: NDArray[np.float64]) -> None:
         """Fit ``x_hat`` to table ``j``'s measurements: their mean, each cell at least
