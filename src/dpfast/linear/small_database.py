@@ -82,6 +82,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import release
+from ..noise import Laplace
 from ..samplers import MAX_DISCRETE_SCALE
 from .workloads import Workload
 
@@ -533,8 +534,10 @@ def _select(generator: _native.ChaCha20, threads: int,
     mechanism over every candidate, block by block. Returns (candidate, total used)."""
     total = problem.total
     if total is None:
-        noisy = _native.discrete_laplace_scalar(generator, threads, problem.total_scale,
-                                                problem.records)
+        # total_scale was checked (finite, within the discrete sampler's range) before the
+        # charge, so making the noise cannot fail here.
+        noisy = Laplace(problem.total_scale, integer=True).scalar(generator, threads,
+                                                                  problem.records)
         total = float(max(int(noisy), 0))
     m = problem.candidates.m
     offsets = problem.matrix * (total / m) - problem.answers / m
