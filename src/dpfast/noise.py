@@ -18,9 +18,11 @@ A ``source`` is the release's key (:class:`dpfast._native.Key`, handed out by
 :meth:`scalar` follow the kernel convention of :mod:`dpfast._release`,
 ``kernel(source, threads, *args)``, so a bound method is passed to ``release`` as its kernel.
 
-Not yet moved here: the additive noise of the Gaussian mechanism, the sparse-vector objects,
-private multiplicative weights, MWEM and SmallDB, which still call their kernels directly;
-the selection and randomized-response kernels (not additive noise) have no home here yet.
+Every release that adds noise draws it here. Not here, because they are not additive noise:
+the selection kernels (``noisy_argmax``, ``noisy_top_k`` and ``exponential_mechanism`` in
+:mod:`dpfast.mechanisms.selection`, MWEM's exponential mechanism, SmallDB's
+``noisy_max_score``) and randomized response's uniforms (``fill_uniform``, which
+:func:`dpfast.uniform` also calls), each still called directly by its module.
 """
 from __future__ import annotations
 
