@@ -56,6 +56,15 @@ def _check_scale(scale: float, name: str) -> float:
     return s
 
 
+def _check_beta(beta: float) -> float:
+    """A tail probability of :meth:`tail_bound`, in (0, 1)."""
+    b = float(beta)
+    if not 0.0 < b < 1.0:
+        raise ValueError(f"The 'beta' parameter of tail_bound must be in (0, 1). Got "
+                         f"{beta!r} instead.")
+    return b
+
+
 class Laplace:
     """Laplace noise of scale ``scale``: discrete Laplace on integers, or Laplace on a grid.
 
@@ -118,10 +127,7 @@ class Laplace:
             ``g j`` for the smallest integer ``j`` with
             ``P[|K| > j] = 2 q**(j+1) / (1 + q) <= beta``, ``q = exp(-1/t)``.
         """
-        b = float(beta)
-        if not 0.0 < b < 1.0:
-            raise ValueError(f"The 'beta' parameter of tail_bound must be in (0, 1). Got "
-                             f"{beta!r} instead.")
+        b = _check_beta(beta)
         log_q = -1.0 / self.t
         q = math.exp(log_q)
         j = max(math.ceil((math.log(b) + math.log1p(q) - math.log(2.0)) / log_q) - 1, 0)
@@ -233,10 +239,7 @@ class Gaussian:
     def tail_bound(self, beta: float) -> float:
         """A bound exceeded by one cell's noise in absolute value with probability <= beta:
         ``sigma sqrt(2 ln(2 / beta))`` (both Gaussians are sigma-subgaussian)."""
-        b = float(beta)
-        if not 0.0 < b < 1.0:
-            raise ValueError(f"The 'beta' parameter of tail_bound must be in (0, 1). Got "
-                             f"{beta!r} instead.")
+        b = _check_beta(beta)
         return self.sigma * math.sqrt(2.0 * math.log(2.0 / b))
 
     def rho(self, sensitivity: float) -> float:

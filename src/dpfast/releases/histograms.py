@@ -566,7 +566,10 @@ def _same_file_cells(src: "NDArray[Any]", dst: "NDArray[Any]",
     """``dst`` if ``src`` is the same cells of the same file through another mapping (an
     in-place release: it needs the undo copy and the released-cells check); ``src`` if they
     do not meet; refused if they overlap otherwise (np.shares_memory cannot see that)."""
-    s_span, d_span = file_span(src), file_span(dst) if dst is not src else None
+    if dst is src:
+        return src
+    s_span = file_span(src)
+    d_span = file_span(dst) if s_span is not None else None
     if s_span is None or d_span is None or s_span[:2] != d_span[:2]:
         return src
     if s_span == d_span and src.dtype == dst.dtype and src.shape == dst.shape:
