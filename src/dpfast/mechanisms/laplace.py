@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import validation as _v
 from .._release import release
-from ..noise import Laplace
+from ..noise import Laplace, laplace, laplace_scalar_kernel
 from ..samplers import MAX_DISCRETE_SCALE, eta
 
 if TYPE_CHECKING:
@@ -95,12 +95,15 @@ def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
     eps = _v.check_epsilon(epsilon, func)
     # One Python number: the kernel and streams of a one-element array, without arrays.
     if type(value) is int and abs(value) <= _MAX_INT_VALUE:
-        noise = Laplace(_v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE), True)
-        return release(func, accountant, eps, 0.0, rng, threads, 1, noise.scalar, value)
+        kernel, params = laplace_scalar_kernel(
+            _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE), True)
+        return release(func, accountant, eps, 0.0, rng, threads, 1, kernel, *params, value)
     if type(value) is float:
-        noise = Laplace(_v.check_mechanism_scale(d, eps, func), False)
+        noise = laplace(_v.check_mechanism_scale(d, eps, func), False)
         if abs(value) <= 2.0**52 * noise.g:         # False for NaN and infinities
-            return release(func, accountant, eps, 0.0, rng, threads, 1, noise.scalar, value)
+            kernel, params = laplace_scalar_kernel(noise.scale, False)
+            return release(func, accountant, eps, 0.0, rng, threads, 1, kernel, *params,
+                           value)
     data, is_int = _v.check_data(value, "value", func)
     out: NDArray[np.int64] | NDArray[np.float64]
     if is_int:
