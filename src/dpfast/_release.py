@@ -58,19 +58,23 @@ __all__ = ["Release", "draw", "release", "key_digest", "ledger_path"]
 
 
 class Release:
-    """One release of the mechanism ``func`` costing (``epsilon``, ``delta``): the accountant
-    (None: the default one), the generator (``rng``) and the thread count (for ``size``
-    elements drawn) resolved and checked at construction, before anything is charged."""
+    """One release of the mechanism ``func`` costing (``epsilon``, ``delta``) and, where
+    stated, ``rho`` (its zCDP cost; ``epsilon`` None for a release given in rho alone): the
+    accountant (None: the default one), the generator (``rng``) and the thread count (for
+    ``size`` elements drawn) resolved and checked at construction, before anything is
+    charged. :meth:`affordable` also finds a cost this accountant cannot take at all (rho
+    alone on an (epsilon, delta) accountant): ValueError, nothing charged."""
 
-    __slots__ = ("func", "epsilon", "delta", "accountant", "generator", "threads", "_key",
-                 "_lock")
+    __slots__ = ("func", "epsilon", "delta", "rho", "accountant", "generator", "threads",
+                 "_key", "_lock")
 
-    def __init__(self, func: str, accountant: AccountantLike | None, epsilon: float,
+    def __init__(self, func: str, accountant: AccountantLike | None, epsilon: float | None,
                  delta: float, rng: RngLike, threads: int | None = None,
-                 size: int | None = None) -> None:
+                 size: int | None = None, rho: float | None = None) -> None:
         self.func = func
         self.epsilon = epsilon
         self.delta = delta
+        self.rho = rho
         self.accountant = resolve_accountant(accountant, func)
         self.generator = resolve_rng(rng, func)
         self.threads = resolve_threads(threads, func, size)
@@ -79,7 +83,7 @@ class Release:
 
     def affordable(self) -> bool:
         """Whether the accountant can pay for the release now (nothing is spent)."""
-        return self.accountant.check(self.epsilon, self.delta)
+        return self.accountant.check(self.epsilon, self.delta, rho=self.rho)
 
     @property
     def charged(self) -> bool:
@@ -102,7 +106,7 @@ class Release:
                 peek = _native.ChaCha20(0)
                 peek.state = self.generator.state       # the same stream, not advanced
                 text = f"{text} [release {key_digest(bytes(_native.Key(peek)))}]"
-            self.accountant.spend(self.epsilon, self.delta, label=text)
+            self.accountant.spend(self.epsilon, self.delta, rho=self.rho, label=text)
             self._key = _native.Key(self.generator)
             return self._key
 
@@ -117,7 +121,7 @@ class Release:
             self._before_charge()
             if not (charged_in is not None and charged_in == ledger_path(self.accountant)
                     and self._committed_in_ledger(key)):
-                self.accountant.spend(self.epsilon, self.delta,
+                self.accountant.spend(self.epsilon, self.delta, rho=self.rho,
                                       label=f"{self.func} (completing an interrupted release)")
             self._key = _native.Key.from_bytes(key)
             return self._key
@@ -128,7 +132,7 @@ class Release:
             else self.accountant._acct
         tag = f"[release {key_digest(key)}]"
         return any(isinstance(e.label, str) and e.label.endswith(tag)
-                   and (e.epsilon, e.delta) == (self.epsilon, self.delta)
+                   and (e.epsilon, e.delta, e.rho) == (self.epsilon, self.delta, self.rho)
                    for e in root.ledger)
 
     @property
@@ -171,10 +175,11 @@ def draw(func: str, rng: RngLike, threads: int | None, size: int,
     return kernel(gen, resolve_threads(threads, func, size), *args)
 
 
-def release(func: str, accountant: AccountantLike | None, epsilon: float, delta: float,
-            rng: RngLike, threads: int | None, size: int, kernel: Callable[..., _T],
-            *args: object) -> _T:
-    """Charge (``epsilon``, ``delta``) to ``accountant`` (None: the default one), then return
+def release(func: str, accountant: AccountantLike | None, epsilon: float | None,
+            delta: float, rng: RngLike, threads: int | None, size: int,
+            kernel: Callable[..., _T], *args: object, rho: float | None = None) -> _T:
+    """Charge (``epsilon``, ``delta``) (stating ``rho``, the zCDP cost, where known; see
+    :meth:`dpfast.Accountant.spend`) to ``accountant`` (None: the default one), then return
     ``kernel(generator, threads, *args)``.
 
     Every argument of the mechanism ``func`` must already be checked and its output
@@ -187,5 +192,8 @@ def release(func: str, accountant: AccountantLike | None, epsilon: float, delta:
         resolve_accountant(accountant, func)
     gen = rng if type(rng) is ChaCha20 else resolve_rng(rng, func)
     nthreads = 1 if threads is None and size <= CHUNK else resolve_threads(threads, func, size)
-    acct.spend(epsilon, delta, label=func)
+    if rho is None:
+        acct.spend(epsilon, delta, label=func)
+    else:
+        acct.spend(epsilon, delta, rho=rho, label=func)
     return kernel(gen, nthreads, *args)

@@ -26,6 +26,17 @@ Composition (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy"
   :meth:`Accountant.advanced_composition`, and used for budget checks when the caller opts in
   with ``composition="advanced"`` and it is tighter than the sequential sum.
 
+zCDP (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020): ``Accountant(rho=...)`` holds a
+rho-zCDP budget, and ``Accountant(epsilon, delta, composition="zcdp")`` an (epsilon, delta)
+budget that charges compose through zCDP (its rho budget is the largest rho whose tight
+conversion at delta is at most epsilon, :func:`dpfast.zcdp.rho_from_epsilon_delta`). Such
+an accountant charges rho: a Gaussian release its exact ``Delta_2**2 / (2 sigma**2)`` (the
+``rho=`` of a spend), a pure epsilon-DP charge ``epsilon**2 / 2`` (computed exactly from the
+exact epsilon and rounded up); rhos add exactly, a parallel block costs its largest rho and a
+group of k costs ``k**2 rho``. An (epsilon, delta) charge with delta > 0 and no rho has no
+zCDP cost and is refused. :attr:`Accountant.spent` and :attr:`Accountant.remaining` read in
+each definition (``.epsilon``, ``.delta``, ``.rho``).
+
 With ``ledger="FILE"`` the budget and every charge live in a file (:mod:`dpfast.ledger`):
 charges are durable before any noise is drawn, every process that opens the file shares
 the budget, and a ledger found damaged counts as exhausted (:class:`LedgerDamagedError`).
@@ -42,6 +53,7 @@ from . import _native
 from . import validation as _v
 from .ledger import (Damaged, HeldSignals, LedgerError, LedgerFile, hold_signals,
                      release_signals)
+from .zcdp import epsilon_from_rho, rho_from_epsilon_delta
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
@@ -53,7 +65,7 @@ if TYPE_CHECKING:
     # Accountant._plan's result: (updates, root, old, new, increase).
     _Plan: TypeAlias = "tuple[list[tuple[_Node, _Cost]], _Node | None, _Cost, _Cost, _Cost]"
 
-__all__ = ["Accountant", "BudgetExceededError", "LedgerDamagedError", "LedgerEntry",
+__all__ = ["Accountant", "Budget", "BudgetExceededError", "LedgerDamagedError", "LedgerEntry",
            "LedgerError", "ParallelBlock", "Partition", "default_accountant",
            "resolve_accountant"]
 
@@ -215,16 +227,104 @@ def _advanced_epsilon(sum_sq: int, loss: int, n_inf: int, log_inv: float) -> "_A
     return math.inf if math.isinf(root) else _ceil_amount(root) + loss
 
 
+_rho_cache: "dict[int, int]" = {}
+
+
+def _rho_of_epsilon(e: int) -> int:
+    """The zCDP cost of a pure epsilon-DP charge, ``eps**2 / 2``, exactly, rounded up to a
+    whole unit (``e`` an exact epsilon)."""
+    r = _rho_cache.get(e)
+    if r is None:
+        if len(_rho_cache) >= _CACHE_MAX:
+            _rho_cache.clear()
+        _rho_cache[e] = r = -(-e * e // (2 * _UNIT))
+    return r
+
+
+def _rho_amount(rho: object, func: str) -> int:
+    """A charge's rho: a finite float > 0, as an exact amount (its shortest decimal, like
+    epsilon; releases pass a rho already rounded up past their formula's value)."""
+    r = _v.check_real(rho, "rho", func, low=0.0)
+    return _exact(r)  # type: ignore[return-value]  # finite: an int
+
+
+def _zcdp_budget(eps: float, dlt: float, rho: object, composition: str,
+                 func: str) -> "tuple[float, float | None] | None":
+    """The (rho budget, epsilon asked for) of a zCDP accountant, or None for an (epsilon,
+    delta) one; ValueError/TypeError for a budget that does not make sense."""
+    if rho is not None:
+        if composition == "advanced":
+            raise ValueError(f"The 'rho' parameter of {func} sets a zCDP budget, which "
+                             "composes in zCDP, not with composition='advanced'.")
+        if not math.isinf(eps):
+            raise ValueError(f"{func}: give either an epsilon budget or a rho budget, not "
+                             "both (composition='zcdp' turns an (epsilon, delta) budget "
+                             "into rho).")
+        if dlt >= 1.0:
+            raise ValueError(f"The 'delta' parameter of {func} (the delta epsilon is read "
+                             f"at) must be in [0, 1). Got {dlt!r} instead.")
+        if isinstance(rho, float) and rho == math.inf:
+            return (math.inf, None)
+        return (_v.check_real(rho, "rho", func, low=0.0), None)
+    if composition != "zcdp":
+        return None
+    if math.isinf(eps):
+        return (math.inf, None)
+    if not 0.0 < dlt < 1.0:
+        raise ValueError(f"The 'delta' parameter of {func} must be in (0, 1) with "
+                         "composition='zcdp': zCDP gives (epsilon, delta) for delta > 0 "
+                         f"only. Got {dlt!r} instead.")
+    r = rho_from_epsilon_delta(eps, dlt)
+    # Held as an exact decimal: the shortest decimal of the float below, which is below
+    # r, so the budget never allows more than (eps, delta).
+    return (math.nextafter(r, 0.0), eps)
+
+
+class Budget(tuple):  # type: ignore[type-arg]
+    """Budget(epsilon, delta, rho)
+
+    An amount of privacy read in each definition: an (epsilon, delta) pair (it unpacks as
+    one, ``eps, delta = acct.spent``, and compares equal to the plain tuple) with the zCDP
+    reading as the attribute ``rho`` (outside the tuple).
+
+    ``rho`` is exact for a zCDP accountant. For an (epsilon, delta) accountant it is the
+    rho its charges imply: ``sum eps_i**2 / 2`` over its outermost charges when all are
+    pure (rounded up), ``inf`` once any charge has delta > 0.
+    """
+
+    rho: float
+
+    def __new__(cls, epsilon: float, delta: float, rho: float) -> "Budget":
+        self = super().__new__(cls, (epsilon, delta))
+        self.rho = rho
+        return self
+
+    @property
+    def epsilon(self) -> float:
+        return float(self[0])
+
+    @property
+    def delta(self) -> float:
+        return float(self[1])
+
+    def __repr__(self) -> str:
+        return f"Budget(epsilon={self[0]!r}, delta={self[1]!r}, rho={self.rho!r})"
+
+    def __reduce__(self) -> "tuple[type[Budget], tuple[float, float, float]]":
+        return (Budget, (self[0], self[1], self.rho))
+
+
 class _LedgerFields(NamedTuple):
-    epsilon: float
+    epsilon: float | None
     delta: float
     label: object
 
 
 class LedgerEntry(_LedgerFields):
-    """LedgerEntry(epsilon, delta, label=None, block=(), charged=(0.0, 0.0))
+    """LedgerEntry(epsilon, delta, label=None, block=(), charged=(0.0, 0.0), rho=None)
 
-    One spend: the (epsilon, delta) asked for and its label.
+    One spend: the (epsilon, delta) asked for and its label (``epsilon`` is None for a
+    charge asked in rho alone).
 
     It is a 3-tuple, so code that unpacks ``eps, delta, label`` or compares entries with
     plain tuples keeps working; where the spend happened and what it cost are attributes
@@ -236,7 +336,10 @@ class LedgerEntry(_LedgerFields):
     ``charged``
         What this spend added to the sequential total, as (epsilon, delta) floats: the
         increase of its outermost block's cost (often 0 inside a parallel block), after
-        group scaling.
+        group scaling. For a zCDP accountant, ``(rho, 0.0)``: it accounts in rho.
+    ``rho``
+        The zCDP cost the spend stated (``rho=`` of the spend: a Gaussian release's
+        ``Delta_2**2 / (2 sigma**2)``), or None.
 
     Examples
     --------
@@ -254,21 +357,26 @@ class LedgerEntry(_LedgerFields):
     # below must stay out of the tuple for backward compatibility.
     block: "tuple[str, ...]"
     charged: "tuple[float, float]"
+    rho: float | None
 
-    def __new__(cls, epsilon: float, delta: float, label: object = None,
+    def __new__(cls, epsilon: float | None, delta: float, label: object = None,
                 block: "tuple[str, ...]" = (),
-                charged: "tuple[float, float]" = (0.0, 0.0)) -> "LedgerEntry":
+                charged: "tuple[float, float]" = (0.0, 0.0),
+                rho: float | None = None) -> "LedgerEntry":
         self = super().__new__(cls, epsilon, delta, label)
         self.block = block
         self.charged = charged
+        self.rho = rho
         return self
 
     def __repr__(self) -> str:
+        extra = "" if self.rho is None else f", rho={self.rho!r}"
         return (f"LedgerEntry(epsilon={self.epsilon!r}, delta={self.delta!r}, "
-                f"label={self.label!r}, block={self.block!r}, charged={self.charged!r})")
+                f"label={self.label!r}, block={self.block!r}, charged={self.charged!r}"
+                f"{extra})")
 
     def __reduce__(self) -> "tuple[type[LedgerEntry], tuple[object, ...]]":
-        return (LedgerEntry, (*self, self.block, self.charged))
+        return (LedgerEntry, (*self, self.block, self.charged, self.rho))
 
 
 _TEXTS: "dict[_Amount, str]" = {}
@@ -352,16 +460,20 @@ class _Node:
             node = node._parent
         return None
 
-    def spend(self, epsilon: float, delta: float = 0.0, *, label: object = None) -> None:
-        """Charge (epsilon, delta) here: as one partition of a parallel block, or added to
-        a partition's other spends; raise :class:`BudgetExceededError` and charge nothing
-        when the accountant's budget cannot cover the increase of the outermost block's
-        cost. Mechanisms call this when given the block or partition as ``accountant=``."""
-        self._acct._spend_at(self, epsilon, delta, label)
+    def spend(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None, label: object = None) -> None:
+        """Charge (epsilon, delta) (or ``rho``, see :meth:`Accountant.spend`) here: as one
+        partition of a parallel block, or added to a partition's other spends; raise
+        :class:`BudgetExceededError` and charge nothing when the accountant's budget cannot
+        cover the increase of the outermost block's cost. Mechanisms call this when given
+        the block or partition as ``accountant=``."""
+        self._acct._spend_at(self, epsilon, delta, label, rho)
 
-    def check(self, epsilon: float, delta: float = 0.0) -> bool:
-        """True if :meth:`spend` of (epsilon, delta) here would fit; spends nothing."""
-        return self._acct._check_at(self, epsilon, delta)
+    def check(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None) -> bool:
+        """True if :meth:`spend` of (epsilon, delta) (or rho) here would fit; spends
+        nothing."""
+        return self._acct._check_at(self, epsilon, delta, rho)
 
     def __repr__(self) -> str:
         eps, dlt = self.cost
@@ -428,7 +540,7 @@ class Partition(_Node):
 
 
 class Accountant:
-    """Accountant(epsilon=inf, delta=0.0, *, group_size=1, composition="basic", delta_prime=None, ledger=None, shared_ledger=False)
+    """Accountant(epsilon=inf, delta=0.0, *, rho=None, group_size=1, composition="basic", delta_prime=None, ledger=None, shared_ledger=False)
 
     A privacy budget and the record of what has been spent from it.
 
@@ -438,19 +550,25 @@ class Accountant:
         Total epsilon budget, > 0. ``float('inf')`` (the default) means unlimited: spends are
         still recorded.
     delta : float, optional
-        Total delta budget, in [0, 1]. Default 0 (pure differential privacy).
+        Total delta budget, in [0, 1]. Default 0 (pure differential privacy). With ``rho``,
+        the delta at which :attr:`spent` and :attr:`remaining` read epsilon (in [0, 1)).
+    rho : float, optional, keyword-only
+        A rho-zCDP budget (> 0; ``inf``: unlimited, charges recorded). The accountant then
+        charges every spend in rho (see the module notes); ``epsilon`` is not given.
     group_size : int, optional
         Protect groups of this many records (default 1, individuals). Each outermost charge
         (a spend outside any block, or a whole outermost parallel block) of (eps, delta) is
         charged as (k*eps, k*exp((k-1)*eps)*delta) with k = ``group_size`` (Dwork & Roth,
         Theorem 2.2 and its approximate-DP form). The epsilon part is exact; the delta part
         involves exp and is rounded up, so it is an upper bound within a few ulps.
-    composition : {"basic", "advanced"}, optional
+    composition : {"basic", "advanced", "zcdp"}, optional
         ``"basic"`` (default): spends compose sequentially (sums). ``"advanced"``: a spend is
         also accepted when the advanced composition bound (see
         :meth:`advanced_composition`) for ``delta_prime`` fits the budget, and
         :attr:`spent`/:attr:`remaining` report that bound whenever it has the smaller
-        epsilon and fits.
+        epsilon and fits. ``"zcdp"``: the (epsilon, delta) budget (delta > 0) is held as
+        the rho budget it allows (:func:`dpfast.zcdp.rho_from_epsilon_delta`) and spends
+        compose in rho (what ``rho=`` implies too).
     delta_prime : float, optional
         The delta' of advanced composition, in (0, 1) and at most ``delta``; required with
         ``composition="advanced"`` and refused otherwise.
@@ -517,8 +635,9 @@ class Accountant:
     """
 
     def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,
+                 rho: float | None = None,
                  group_size: int | numbers.Integral = 1,
-                 composition: "Literal['basic', 'advanced']" = "basic",
+                 composition: "Literal['basic', 'advanced', 'zcdp']" = "basic",
                  delta_prime: float | None = None,
                  ledger: "str | os.PathLike[str] | None" = None,
                  shared_ledger: bool = False) -> None:
@@ -536,14 +655,15 @@ class Accountant:
             raise ValueError(f"The 'group_size' parameter of {func} must be an int >= 1. "
                              f"Got {_shown(group_size)} instead.")
         if not isinstance(composition, str):
-            raise TypeError(f"The 'composition' parameter of {func} must be 'basic' or "
-                            f"'advanced'. Got {_shown(composition)} instead.")
-        if composition not in ("basic", "advanced"):
-            raise ValueError(f"The 'composition' parameter of {func} must be 'basic' or "
-                             f"'advanced'. Got {_shown(composition)} instead.")
-        if composition == "basic" and delta_prime is not None:
+            raise TypeError(f"The 'composition' parameter of {func} must be 'basic', "
+                            f"'advanced' or 'zcdp'. Got {_shown(composition)} instead.")
+        if composition not in ("basic", "advanced", "zcdp"):
+            raise ValueError(f"The 'composition' parameter of {func} must be 'basic', "
+                             f"'advanced' or 'zcdp'. Got {_shown(composition)} instead.")
+        if composition != "advanced" and delta_prime is not None:
             raise ValueError(f"The 'delta_prime' parameter of {func} applies only with "
                              f"composition='advanced'. Got {_shown(delta_prime)} instead.")
+        zcdp = _zcdp_budget(eps, dlt, rho, composition, func)
         if composition == "advanced":
             if delta_prime is None:
                 raise ValueError(f"The 'delta_prime' parameter of {func} is required with "
@@ -565,13 +685,23 @@ class Accountant:
         if shared_ledger and ledger is None:
             raise ValueError(f"The 'shared_ledger' parameter of {func} applies only with "
                              "ledger=. Got True instead.")
-        self._setup(eps, dlt, int(group_size), dp_)
+        self._setup(eps, dlt, int(group_size), dp_, zcdp)
         if ledger is not None:
             self._attach(_open_ledger(ledger, self._header(), shared_ledger))
 
-    def _setup(self, eps: float, dlt: float, k: int, delta_prime: float | None) -> None:
+    def _setup(self, eps: float, dlt: float, k: int, delta_prime: float | None,
+               zcdp: "tuple[float, float | None] | None" = None) -> None:
         self._k = k
-        self._budget: tuple[_Amount, _Amount] = (_exact(eps), _exact(dlt))
+        # zCDP: the budget is (rho, 0) and every charge is (rho, 0); (epsilon, delta) are
+        # read at self._read_delta, against the epsilon asked for (composition="zcdp").
+        self._zcdp = zcdp is not None
+        self._read_delta = dlt
+        self._eps_given: float | None = None
+        if zcdp is not None:
+            self._budget: tuple[_Amount, _Amount] = (_exact(zcdp[0]), 0)
+            self._eps_given = zcdp[1]
+        else:
+            self._budget = (_exact(eps), _exact(dlt))
         self._delta_prime: _Amount | None = None
         if delta_prime is not None:
             self._delta_prime = _exact(delta_prime)
@@ -591,7 +721,7 @@ class Accountant:
         self._ledger_file: LedgerFile | None = None
         # Neither groups, advanced composition nor a ledger file: a spend outside blocks is
         # one compiled step.
-        self._simple: bool = self._k == 1 and self._delta_prime is None
+        self._simple: bool = self._k == 1 and self._delta_prime is None and not self._zcdp
         _in_memory.add(self)
 
     def _attach(self, file: LedgerFile) -> None:
@@ -657,8 +787,14 @@ class Accountant:
         try:
             _, eps, dlt, k, composition, dpr = file.header.split(" ")
             budget = (_amount_parse(eps), _amount_parse(dlt))
-            delta_prime = None if dpr == "-" else _float(_amount_parse(dpr))
-            if composition not in ("basic", "advanced") or (composition == "advanced") \
+            zcdp: tuple[float, float | None] | None = None
+            delta_prime = None
+            if composition == "zcdp":
+                # budget <rho> <read delta> <k> zcdp <epsilon asked for, or ->
+                zcdp = (_float(budget[0]), None if dpr == "-" else _float(_amount_parse(dpr)))
+            else:
+                delta_prime = None if dpr == "-" else _float(_amount_parse(dpr))
+            if composition not in ("basic", "advanced", "zcdp") or (composition == "advanced") \
                     != (delta_prime is not None):
                 raise ValueError(composition)
         except ValueError:
@@ -666,11 +802,15 @@ class Accountant:
             raise LedgerError(f"The ledger {file.path!r} has an unreadable budget record.") \
                 from None
         acct = cls.__new__(cls)
-        acct._setup(_float(budget[0]), _float(budget[1]), int(k), delta_prime)
+        acct._setup(_float(budget[0]), _float(budget[1]), int(k), delta_prime, zcdp)
         acct._attach(file)
         return acct
 
     def _header(self) -> str:
+        if self._zcdp:
+            given = "-" if self._eps_given is None else _amount_text(_exact(self._eps_given))
+            return (f"budget {_amount_text(self._budget[0])} "
+                    f"{_amount_text(_exact(self._read_delta))} {self._k} zcdp {given}")
         dpr = "-" if self._delta_prime is None else _amount_text(self._delta_prime)
         return (f"budget {_amount_text(self._budget[0])} {_amount_text(self._budget[1])} "
                 f"{self._k} {self.composition} {dpr}")
@@ -686,13 +826,32 @@ class Accountant:
     # -- queries ---------------------------------------------------------------------
     @property
     def epsilon(self) -> float:
-        """The epsilon budget."""
+        """The epsilon budget (a zCDP accountant: the epsilon asked for, or its rho budget
+        read at :attr:`delta`)."""
+        if self._zcdp:
+            if self._eps_given is not None:
+                return self._eps_given
+            return self._epsilon_at(self._budget[0])
         return _float(self._budget[0])
 
     @property
     def delta(self) -> float:
-        """The delta budget."""
-        return _float(self._budget[1])
+        """The delta budget (a zCDP accountant: the delta epsilon is read at)."""
+        return self._read_delta if self._zcdp else _float(self._budget[1])
+
+    @property
+    def rho(self) -> float | None:
+        """The rho-zCDP budget, or None for an (epsilon, delta) accountant."""
+        return _float(self._budget[0]) if self._zcdp else None
+
+    def _epsilon_at(self, rho: "_Amount") -> float:
+        """The epsilon of ``rho`` (exact) read at :attr:`delta`, rounded up."""
+        if rho == 0:
+            return 0.0
+        r = _float_up(rho)
+        if self._read_delta == 0.0 or math.isinf(r):
+            return math.inf
+        return epsilon_from_rho(r, self._read_delta)
 
     @property
     def group_size(self) -> int:
@@ -700,8 +859,11 @@ class Accountant:
         return self._k
 
     @property
-    def composition(self) -> "Literal['basic', 'advanced']":
-        """``"basic"`` or ``"advanced"``: how spends are composed for budget checks."""
+    def composition(self) -> "Literal['basic', 'advanced', 'zcdp']":
+        """``"basic"``, ``"advanced"`` or ``"zcdp"``: how spends are composed for budget
+        checks."""
+        if self._zcdp:
+            return "zcdp"
         return "basic" if self._delta_prime is None else "advanced"
 
     @property
@@ -710,20 +872,52 @@ class Accountant:
         return None if self._ledger_file is None else self._ledger_file.path
 
     @property
-    def spent(self) -> "tuple[float, float]":
-        """(epsilon, delta) spent so far (by every process, with a ledger file).
+    def spent(self) -> Budget:
+        """(epsilon, delta) spent so far (by every process, with a ledger file), with the
+        zCDP reading as ``.rho`` (a :class:`Budget`).
 
         The sequential sum, or with ``composition="advanced"`` the advanced composition bound
-        when it has the smaller epsilon and fits the budget (its epsilon rounded up).
+        when it has the smaller epsilon and fits the budget (its epsilon rounded up). A zCDP
+        accountant: rho exactly (rounded up), and the epsilon of that rho at :attr:`delta`
+        (its tight conversion, rounded up; ``inf`` when :attr:`delta` is 0).
         """
         with self._synced():
-            return self._reported()
+            if self._zcdp:
+                rho = self._reported_exact()[0]
+                return Budget(self._epsilon_at(rho), self._read_delta if rho else 0.0,
+                              _float_up(rho))
+            eps, dlt = self._reported()
+            return Budget(eps, dlt, self._implied_rho())
 
     @property
-    def remaining(self) -> "tuple[float, float]":
-        """(epsilon, delta) still available: the budget minus :attr:`spent`."""
+    def remaining(self) -> Budget:
+        """(epsilon, delta) still available: the budget minus :attr:`spent`, and ``.rho``.
+
+        A zCDP accountant: rho exactly (rounded down); epsilon is :attr:`epsilon` minus the
+        epsilon spent (both read at :attr:`delta`, which is not consumed: delta is
+        :attr:`delta`). An (epsilon, delta) accountant: ``.rho`` is the rho of the largest
+        pure epsilon charge that fits (``eps**2 / 2``).
+        """
         with self._synced():
-            return self._remaining()
+            if self._zcdp:
+                spent = self._reported_exact()[0]
+                rho = _float(_sub(self._budget[0], spent))
+                if rho > 0 and _exact(rho) > _sub(self._budget[0], spent):
+                    rho = math.nextafter(rho, 0.0)      # never overstated
+                total = self.epsilon
+                eps = total if math.isinf(total) else max(total - self._epsilon_at(spent), 0.0)
+                return Budget(eps, self._read_delta, rho)
+            eps, dlt = self._remaining()
+            return Budget(eps, dlt, eps * eps / 2)
+
+    def _implied_rho(self) -> float:
+        """The rho the charges of an (epsilon, delta) accountant imply (lock held)."""
+        total = 0
+        for e, d in self._units():
+            if d != 0:
+                return math.inf
+            total += _rho_of_epsilon(e)
+        return _float_up(total)
 
     def _remaining(self) -> "tuple[float, float]":
         if self._damaged():
@@ -741,8 +935,10 @@ class Accountant:
         (of every process, with a ledger file)."""
         with self._synced():
             records = list(self._tally.records)
-        return [LedgerEntry(float(e), float(d), label, path, (_float(inc[0]), _float(inc[1])))
-                for e, d, label, path, inc, _ in records]
+        return [LedgerEntry(None if r[0] is None else float(r[0]), float(r[1]), r[2], r[3],
+                            (_float(r[4][0]), _float(r[4][1])),
+                            r[6] if len(r) > 6 else None)
+                for r in records]
 
     def __len__(self) -> int:
         with self._synced():
@@ -753,6 +949,8 @@ class Accountant:
             return f"<Accountant: ledger {self._ledger_file.path!r}, closed>"
         eps, dlt = self.spent
         extra = "" if self._k == 1 else f", group_size={self._k}"
+        if self._zcdp:
+            extra += f", rho={self.rho!r}; spent rho={self.spent.rho!r}"
         if self._delta_prime is not None:
             extra += f", composition='advanced', delta_prime={_float(self._delta_prime)!r}"
         if self._ledger_file is not None:
@@ -834,6 +1032,9 @@ class Accountant:
         """
         dp_ = _v.check_real(delta_prime, "delta_prime", "Accountant.advanced_composition",
                             low=0.0, high=1.0)
+        if self._zcdp:
+            raise ValueError("Accountant.advanced_composition: this accountant composes in "
+                             "zCDP, which is tighter; read spent (epsilon at its delta).")
         log_inv = _log_inv_up(dp_)
         with self._synced():
             units = self._units()
@@ -903,6 +1104,8 @@ class Accountant:
         k = self._k
         if k == 1:
             return cost
+        if self._zcdp:
+            return (k * k * eps, 0)                     # rho-zCDP for groups of k: k**2 rho
         if dlt == 0:
             return (k * eps, dlt)
         grow = _exp_up((k - 1) * eps)
@@ -963,8 +1166,10 @@ class Accountant:
         adv = self._advanced_exact(*self._advanced_sums(old, new), total[1])
         return self._within(*adv)
 
-    def check(self, epsilon: float, delta: float = 0.0) -> bool:
-        """True if a spend of (epsilon, delta) here would fit in the remaining budget.
+    def check(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None) -> bool:
+        """True if a spend of (epsilon, delta) (or ``rho``) here would fit in the remaining
+        budget.
 
         Accounts for the group size and the composition rule exactly as :meth:`spend`
         would; spends nothing.
@@ -977,19 +1182,25 @@ class Accountant:
         >>> acct.check(0.25), acct.check(0.5)
         (True, False)
         """
-        return self._check_at(None, epsilon, delta)
+        return self._check_at(None, epsilon, delta, rho)
 
-    def _check_at(self, node: "_Node | None", epsilon: float, delta: float) -> bool:
-        e = _amount(epsilon, "epsilon", "Accountant.check")
-        d = _amount(delta, "delta", "Accountant.check")
+    def _check_at(self, node: "_Node | None", epsilon: float | None, delta: float,
+                  rho: float | None = None) -> bool:
+        e, d = self._request(epsilon, delta, rho, "Accountant.check")
         with self._synced():
             if self._damaged():
                 return False
             _, _, old, new, increase = self._plan(e, d, node)
             return self._fits_plan(old, new, increase)
 
-    def spend(self, epsilon: float, delta: float = 0.0, *, label: object = None) -> None:
+    def spend(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None, label: object = None) -> None:
         """Charge (epsilon, delta) to the budget, or raise and charge nothing.
+
+        ``rho`` states the charge's zCDP cost (a Gaussian release's
+        ``Delta_2**2 / (2 sigma**2)``): a zCDP accountant charges it (and a pure epsilon
+        charge as ``epsilon**2 / 2``); an (epsilon, delta) accountant charges (epsilon,
+        delta), records rho, and refuses a charge given in rho alone (ValueError).
 
         A spend on the accountant itself is sequential; spends through a parallel block or a
         partition (see :meth:`parallel`) are charged as the increase of the block's cost.
@@ -1007,15 +1218,48 @@ class Accountant:
         """
         # Groups of one, basic composition, no ledger file: when both amounts are floats seen
         # before, the whole spend is one compiled step (a spend is on every release's path).
-        if self._simple and self._tally.spend(epsilon, delta, label):
+        if self._simple and rho is None and self._tally.spend(epsilon, delta, label):
             return
-        self._spend_at(None, epsilon, delta, label)
+        self._spend_at(None, epsilon, delta, label, rho)
 
-    def _spend_at(self, node: "_Node | None", epsilon: float, delta: float,
-                  label: object) -> None:
+    def _request(self, epsilon: float | None, delta: float, rho: float | None,
+                 func: str) -> "tuple[int, int]":
+        """What a spend of (epsilon, delta, rho) costs this accountant, checked and exact:
+        (epsilon, delta), or for a zCDP accountant (rho, 0)."""
+        if rho is not None:
+            r = _rho_amount(rho, func)
+        if epsilon is None:
+            if rho is None:
+                raise TypeError(f"{func} needs an epsilon (and delta) or a rho. Got "
+                                "neither.")
+            d = _amount(delta, "delta", func)
+            if d != 0:
+                raise ValueError(f"The 'delta' parameter of {func} applies to an epsilon; "
+                                 f"a charge in rho alone has none. Got {delta!r} instead.")
+            if not self._zcdp:
+                raise ValueError(
+                    f"{func}: this accountant holds an (epsilon, delta) budget and cannot "
+                    "charge a cost given in rho alone. Give epsilon= and delta= (the "
+                    "release's (epsilon, delta)), or use an accountant that accounts in "
+                    "zCDP: dpfast.Accountant(rho=...) or composition='zcdp'.")
+            return (r, 0)
+        e = _amount(epsilon, "epsilon", func)
+        d = _amount(delta, "delta", func)
+        if not self._zcdp:
+            return (e, d)
+        if rho is not None:
+            return (r, 0)
+        if d != 0:
+            raise ValueError(
+                f"{func}: this accountant composes in zCDP, and an (epsilon, delta) charge "
+                "with delta > 0 has no zCDP cost unless it states one (rho=). Nothing was "
+                "charged.")
+        return (_rho_of_epsilon(e), 0)
+
+    def _spend_at(self, node: "_Node | None", epsilon: float | None, delta: float,
+                  label: object, rho: float | None = None) -> None:
         """Spend at ``node`` (None: the accountant itself): the general path."""
-        e = _amount(epsilon, "epsilon", "Accountant.spend")
-        d = _amount(delta, "delta", "Accountant.spend")
+        e, d = self._request(epsilon, delta, rho, "Accountant.spend")
         with self._synced():
             if self._tally.foreign:
                 raise RuntimeError(
@@ -1035,11 +1279,11 @@ class Accountant:
                 raise self._damage_error(*file.damage)
             updates, root, old, new, charge = self._plan(e, d, node)
             if not self._fits_plan(old, new, charge):
-                raise self._refusal(epsilon, delta, charge, bool(updates))
+                raise self._refusal(epsilon, delta, rho, charge, bool(updates))
             if root is not None and root._unit is None:
                 root._unit = os.urandom(6).hex()
             record = (epsilon, delta, label, node._path if node is not None else (), charge,
-                      root._unit if root is not None else None)
+                      root._unit if root is not None else None, rho)
             if file is None:
                 self._commit(updates, root, new, record)
                 return
@@ -1127,9 +1371,21 @@ class Accountant:
         if file.damage is not None:
             self._tally.spent = self._budget
 
-    def _refusal(self, epsilon: float, delta: float, charge: "_Cost",
-                 in_block: bool) -> BudgetExceededError:
+    def _refusal(self, epsilon: float | None, delta: float, rho: float | None,
+                 charge: "_Cost", in_block: bool) -> BudgetExceededError:
         """The error for a spend that does not fit; call with the lock held."""
+        if self._zcdp:
+            left = _float(_sub(self._budget[0], self._reported_exact()[0]))
+            asked = f"rho={float(rho)!r}" if rho is not None else \
+                f"epsilon={float(epsilon)!r} (rho={_float_up(charge[0])!r})"  # type: ignore[arg-type]
+            return BudgetExceededError(
+                f"Privacy budget exceeded: spending {asked} needs more than the remaining "
+                f"rho={left!r} of a zCDP budget of rho={self.rho!r}"
+                + (f" (groups of {self._k}: charged {_float_up(charge[0])!r})"
+                   if self._k != 1 else "")
+                + (" inside a parallel block" if in_block else "")
+                + ". Nothing was spent; use a smaller epsilon/rho or a new Accountant with a "
+                "larger budget.")
         rem_e, rem_d = self._remaining()
         how = ""
         if self._k != 1 or in_block:
@@ -1138,7 +1394,7 @@ class Accountant:
                    + (f" for groups of {self._k}" if self._k != 1 else "")
                    + (" inside a parallel block" if in_block else "") + ")")
         return BudgetExceededError(
-            f"Privacy budget exceeded: spending (epsilon={float(epsilon)!r}, "
+            f"Privacy budget exceeded: spending (epsilon={float(epsilon)!r}, "  # type: ignore[arg-type]
             f"delta={float(delta)!r}){how} needs more than the remaining "
             f"(epsilon={rem_e!r}, delta={rem_d!r}) of a budget of "
             f"(epsilon={self.epsilon!r}, delta={self.delta!r}). Nothing was spent; "
@@ -1201,11 +1457,16 @@ class _Synced:
 
 def _charge_details(record: "tuple[object, ...]") -> "dict[str, Any]":
     """The details of one charge in the ledger: what was asked, where, by whom and when."""
-    epsilon, delta, label, path, _, unit = record
+    epsilon, delta, label, path, _, unit = record[:6]
+    rho = record[6] if len(record) > 6 else None
     shown = label if label is None or type(label) is str else repr(label)
-    return {"epsilon": float(epsilon), "delta": float(delta),  # type: ignore[arg-type]
-            "label": shown, "path": list(path), "unit": unit,  # type: ignore[call-overload]
-            "pid": os.getpid(), "time": time.time()}
+    details = {"epsilon": None if epsilon is None else float(epsilon),  # type: ignore[arg-type]
+               "delta": float(delta),  # type: ignore[arg-type]
+               "label": shown, "path": list(path), "unit": unit,  # type: ignore[call-overload]
+               "pid": os.getpid(), "time": time.time()}
+    if rho is not None:
+        details["rho"] = float(rho)  # type: ignore[arg-type]
+    return details
 
 
 def _charge_record(details: "dict[str, Any]", cost: "_Cost") -> "tuple[object, ...]":
@@ -1217,10 +1478,15 @@ def _charge_record(details: "dict[str, Any]", cost: "_Cost") -> "tuple[object, .
     label = details.get("label")
     path = details.get("path")
     unit = details.get("unit")
-    return (number("epsilon", _float(cost[0])), number("delta", _float(cost[1])),
+    rho = details.get("rho")
+    # A charge asked in rho alone records epsilon as null.
+    eps = None if "epsilon" in details and details["epsilon"] is None \
+        else number("epsilon", _float(cost[0]))
+    return (eps, number("delta", _float(cost[1])),
             label if label is None or type(label) is str else None,
             tuple(p for p in path if type(p) is str) if type(path) is list else (),
-            cost, unit if type(unit) is str else None)
+            cost, unit if type(unit) is str else None,
+            rho if type(rho) is float else None)
 
 
 def _open_ledger(path: "str | os.PathLike[str]", header: str | None,

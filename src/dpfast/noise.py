@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -36,14 +37,16 @@ from . import _native
 # The module, not its names: dpfast.samplers draws through this module, so each imports
 # the other, and neither reads the other's names until called.
 from . import samplers as _samplers
-from .zcdp import rho_from_epsilon, rho_gaussian
+from . import validation as _v
+from .zcdp import rho_from_epsilon, rho_from_epsilon_delta, rho_gaussian
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     _Source = _native.ChaCha20 | _native.Key
 
-__all__ = ["Laplace", "Gaussian", "laplace", "laplace_scalar_kernel"]
+__all__ = ["Laplace", "Gaussian", "Measure", "NOISES", "measure", "gaussian_sigma_for",
+           "laplace", "laplace_scalar_kernel"]
 
 
 def _check_scale(scale: float, name: str) -> float:
@@ -291,3 +294,130 @@ class Gaussian:
         reals = np.empty(1, dtype=np.float64)
         fbase = None if base is None else np.array([base], dtype=np.float64)
         return float(self.fill(source, threads, reals, fbase)[0])
+
+
+#: The values of a counting release's ``noise=`` keyword.
+NOISES = ("laplace", "gaussian")
+
+
+class Measure(NamedTuple):
+    """A release's noise and what it costs: the noise object, and the (``epsilon``,
+    ``delta``) and ``rho`` to charge (:class:`dpfast._release.Release` takes them as they
+    are). ``epsilon`` is None for a release given in rho alone; ``rho`` is None for Laplace
+    noise (a zCDP accountant charges its ``epsilon**2 / 2`` exactly)."""
+
+    noise: Laplace | Gaussian
+    epsilon: float | None
+    delta: float
+    rho: float | None
+
+
+def _decimal(x: float) -> Fraction:
+    """A float as the decimal it prints as: how an accountant reads a charge."""
+    return Fraction(repr(x))
+
+
+def gaussian_sigma_for(l2: float, epsilon: float, delta: float, integer: bool) -> float:
+    """The sigma of one Gaussian release over l2 sensitivity ``l2`` at (epsilon, delta).
+
+    The tightest calibration for that release: :func:`dpfast.zcdp.gaussian_sigma_for` where
+    it exists (the analytic Gaussian for real noise, the exact privacy of the discrete
+    Gaussian for integers), otherwise the sigma of the rho the tight zCDP conversion allows
+    (:func:`dpfast.zcdp.rho_from_epsilon_delta`), valid for both Gaussians.
+    """
+    from . import zcdp
+    tight = getattr(zcdp, "gaussian_sigma_for", None)
+    if tight is not None:
+        return float(tight(l2, epsilon, delta, integer=integer))
+    return _sigma_for_rho(l2, rho_from_epsilon_delta(epsilon, delta))
+
+
+def _sigma_for_rho(l2: float, rho: float) -> float:
+    """The least float sigma with ``l2**2 / (2 sigma**2)`` at most ``rho`` read as the
+    decimal it prints as (what an accountant charges), so that charging ``rho`` pays for
+    that sigma exactly or more."""
+    target = _decimal(rho)
+    sigma = l2 / math.sqrt(2.0 * rho)
+    while Fraction(l2) ** 2 / (2 * Fraction(sigma) ** 2) > target:
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def _charged_rho(l2: float, sigma: float) -> float:
+    """A float whose decimal is at least ``l2**2 / (2 sigma**2)``: the rho to charge for
+    Gaussian noise of ``sigma`` (never understated, however the accountant reads it)."""
+    rho = rho_gaussian(l2, sigma)
+    while _decimal(rho) < Fraction(l2) ** 2 / (2 * Fraction(sigma) ** 2):
+        rho = math.nextafter(rho, math.inf)
+    return rho
+
+
+def measure(func: str, noise: object, epsilon: object, delta: object, rho: object, *,
+            l1: float, l2: float, integer: bool) -> Measure:
+    """The noise of a counting release and its cost, from the release's privacy keywords.
+
+    Parameters
+    ----------
+    func : str
+        The release's name, for messages.
+    noise : {"laplace", "gaussian"}
+        The ``noise=`` keyword.
+    epsilon, delta, rho : object
+        The release's ``epsilon=``, ``delta=`` and ``rho=`` keywords (None when not given).
+        Laplace noise takes ``epsilon`` (delta None or 0; rho refused). Gaussian noise takes
+        ``rho`` alone (sigma = l2 / sqrt(2 rho); charged rho exactly), or ``epsilon`` and
+        ``delta`` > 0 (the tightest sigma for this one release,
+        :func:`gaussian_sigma_for`; charged (epsilon, delta), stating its rho for a zCDP
+        accountant).
+    l1, l2 : float
+        The release's l1 and l2 sensitivities (> 0).
+    integer : bool
+        Integer cells (discrete Laplace / discrete Gaussian) or real ones (on a grid).
+
+    Returns
+    -------
+    Measure
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a noise that is not one of :data:`NOISES`, a missing or out-of-range privacy
+        parameter, or one that does not apply to the noise; nothing is charged or drawn.
+    """
+    if not isinstance(noise, str):
+        raise TypeError(f"The 'noise' parameter of {func} must be 'laplace' or 'gaussian'. "
+                        f"Got a {type(noise).__name__} instead.")
+    if noise not in NOISES:
+        raise ValueError(f"The 'noise' parameter of {func} must be 'laplace' or 'gaussian'. "
+                         f"Got {noise!r} instead.")
+    if noise == "laplace":
+        if rho is not None:
+            raise ValueError(f"The 'rho' parameter of {func} applies to Gaussian noise "
+                             "(noise='gaussian'); Laplace noise takes epsilon. Got a rho "
+                             "with noise='laplace'.")
+        if epsilon is None:
+            raise ValueError(f"The 'epsilon' parameter of {func} is required with Laplace "
+                             "noise. Got None.")
+        eps = _v.check_epsilon(epsilon, func)
+        if delta is not None and _v.check_delta(delta, func) != 0.0:
+            raise ValueError(f"The 'delta' parameter of {func} applies to Gaussian noise; "
+                             f"Laplace noise is pure epsilon-DP. Got {delta!r} with "
+                             "noise='laplace'.")
+        return Measure(laplace(l1 / eps, integer), eps, 0.0, None)
+    if rho is not None:
+        if epsilon is not None or delta is not None:
+            raise ValueError(f"{func}: give Gaussian noise either rho= or epsilon= and "
+                             "delta=, not both.")
+        r = _v.check_real(rho, "rho", func, low=0.0)
+        sigma = _sigma_for_rho(l2, r)
+        return Measure(Gaussian(sigma, integer), None, 0.0, r)
+    if epsilon is None or delta is None:
+        raise ValueError(f"{func}: Gaussian noise needs rho= (a zCDP cost) or both epsilon= "
+                         "and delta= (delta > 0). Got "
+                         + ("neither." if epsilon is None and delta is None else
+                            "epsilon without delta." if delta is None else
+                            "delta without epsilon."))
+    eps = _v.check_epsilon(epsilon, func)
+    dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
+    sigma = gaussian_sigma_for(l2, eps, dlt, integer)
+    return Measure(Gaussian(sigma, integer), eps, dlt, _charged_rho(l2, sigma))
