@@ -148,7 +148,7 @@ def test_every_level_is_drawn_under_the_one_key_on_its_own_chunks():
     plan = hi.hierarchy_plan(counts, params, None, "census_hierarchy")
     exact = [c.copy() for c in plan.exact]
     key = bytes(_native.Key(dp.ChaCha20(11)))
-    hi._noise_levels(_native.Key.from_bytes(key), 2, plan.exact, params.scales)
+    hi._noise_levels(_native.Key.from_bytes(key), 2, plan.exact, params.noises)
     for level, chunk in enumerate((0, 1, 2)):
         want = noisy_cells(key, chunk * _native.CHUNK, exact[level], params.scales[level])
         np.testing.assert_array_equal(plan.exact[level], want)

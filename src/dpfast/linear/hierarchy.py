@@ -18,15 +18,18 @@ levels, and level ``l`` gets discrete Laplace noise of scale ``1 / (split[l] * e
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..noise import Laplace
+from ..noise import Gaussian, Laplace, measure
 from ..samplers import MAX_DISCRETE_SCALE
+from ..zcdp import rho_from_epsilon_delta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -36,7 +39,17 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["census_hierarchy", "HierarchyRelease"]
+__all__ = ["census_hierarchy", "HierarchyRelease", "default_split"]
+
+
+class Cost(NamedTuple):
+    """What a release charges: (``epsilon``, ``delta``) and, where stated, ``rho`` (its zCDP
+    cost; ``epsilon`` is None for a release given in rho alone). Pass them to
+    :class:`dpfast._release.Release` as they are."""
+
+    epsilon: float | None
+    delta: float
+    rho: float | None
 
 
 class HierarchyRelease:
@@ -60,13 +73,18 @@ class HierarchyRelease:
 
     def __init__(self, counts: list[NDArray[np.int64]], estimates: list[NDArray[np.float64]],
                  variances: list[NDArray[np.float64]], parents: list[NDArray[np.int64]],
-                 epsilon: float, split: tuple[float, ...], labels: list[Any] | None = None):
+                 epsilon: float | None, split: tuple[float, ...],
+                 labels: list[Any] | None = None, *, delta: float = 0.0,
+                 rho: float | None = None, noises: tuple[Laplace | Gaussian, ...] = ()):
         self.counts = counts
         self.estimates = estimates
         self.variances = variances
         self.parents = parents
-        self.epsilon = epsilon
-        self.split = split
+        self.epsilon = epsilon          # None for a release given in rho alone
+        self.delta = delta
+        self.rho = rho                  # the zCDP cost charged, for Gaussian noise
+        self.split = split              # each level's share of epsilon (Laplace) or rho
+        self.noises = noises            # each level's noise, top first
         self.labels = labels
 
     def error_bound(self, level: int, beta: float = 0.05) -> NDArray[np.float64]:
@@ -83,7 +101,10 @@ class HierarchyRelease:
 
     def __repr__(self) -> str:
         sizes = [len(c) for c in self.counts]
-        return f"HierarchyRelease(units per level={sizes}, epsilon={self.epsilon!r})"
+        cost = (f"epsilon={self.epsilon!r}" if self.rho is None else
+                f"rho={self.rho!r}" if self.epsilon is None else
+                f"epsilon={self.epsilon!r}, delta={self.delta!r}")
+        return f"HierarchyRelease(units per level={sizes}, {cost})"
 
 
 def _is_frame(value: object) -> bool:
@@ -163,11 +184,12 @@ def _check_parents(parents: Any, n_leaves: int, func: str) -> list[NDArray[np.in
     return out[::-1]
 
 
-def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
-                     split: Sequence[float] | None = None,
+def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float | None = None,
+                     split: Sequence[float] | None = None, noise: str = "laplace",
+                     delta: float | None = None, rho: float | None = None,
                      accountant: AccountantLike | None = None, rng: RngLike = None,
                      threads: int | None = None) -> HierarchyRelease:
-    """census_hierarchy(data, hierarchy, *, epsilon, split=None, accountant=None, rng=None, threads=None)
+    """census_hierarchy(data, hierarchy, *, epsilon=None, split=None, noise="laplace", delta=None, rho=None, accountant=None, rng=None, threads=None)
 
     Release counts for every level of a public hierarchy (nation, then e.g. states and
     counties) so that children sum exactly to their parent and every count is a
@@ -184,10 +206,22 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
         zeros) down to ``hierarchy[-1]`` giving each leaf its unit above. With records: a
         frame with one row per leaf unit and one column per level, top level first (say
         ``state``, ``county``); every record must lie in one of its rows.
-    epsilon : float
+    epsilon : float, optional
+        Required with Laplace noise; with Gaussian noise, together with ``delta``.
     split : sequence of float, optional
-        Share of epsilon for each level, the top (the total) first, summing to 1. Default:
-        equal shares.
+        Share of the budget for each level, the top (the total) first, summing to 1: of
+        epsilon (Laplace noise) or of rho (Gaussian noise). Default: equal shares under
+        Laplace noise; under Gaussian noise, the shares that minimise the sum over levels of
+        the mean variance of a unit's least-squares estimate (:func:`default_split`).
+    noise : {"laplace", "gaussian"}
+        Laplace noise (pure epsilon-DP), or discrete Gaussian noise with a rho share per
+        level (Census-style): level ``l`` gets ``sigma_l = 1 / sqrt(2 rho_l)``.
+    delta : float, optional
+        With Gaussian noise and ``epsilon``: in (0, 1). The release's rho is then the
+        largest whose tight conversion fits (epsilon, delta)
+        (:func:`dpfast.zcdp.rho_from_epsilon_delta`), split over the levels.
+    rho : float, optional
+        With Gaussian noise: the release's zCDP cost (> 0), split over the levels.
     accountant, rng, threads
         As for :func:`dpfast.laplace_mechanism`.
 
@@ -208,7 +242,8 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
     True
     """
     func = "census_hierarchy"
-    eps = _v.check_epsilon(epsilon, func)
+    if noise == "laplace" and epsilon is not None:
+        _v.check_epsilon(epsilon, func)         # first, as before the noise keywords
     labels = None
     if _is_frame(data) or _is_frame(hierarchy):
         data, hierarchy, labels = _from_frames(data, hierarchy, func)
@@ -218,31 +253,75 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float,
                          f"integer counts (one per leaf unit) or a frame of records. Got "
                          f"{_v.describe(leaves)} instead.")
     counts, _ = _v.check_data(leaves, "data", func)
-    plan = hierarchy_plan(counts, hierarchy_params(hierarchy, counts.size, eps, split, func),
-                          labels, func)
-    rel = Release(func, accountant, eps, 0.0, rng, threads, plan.size)
+    params = hierarchy_params(hierarchy, counts.size, epsilon, split, func, noise=noise,
+                              delta=delta, rho=rho)
+    plan = hierarchy_plan(counts, params, labels, func)
+    cost = params.cost
+    rel = Release(func, accountant, cost.epsilon, cost.delta, rng, threads, plan.size,
+                  rho=cost.rho)
     return noisy_hierarchy(plan, rel.charge(), rel.threads)
 
 
 class HierarchyParams:
     """What a hierarchy release knows before it sees a count: the checked parent arrays (top
-    level first), each level's share of epsilon and its noise scale. Public."""
+    level first), each level's share of the budget, its noise (``noises``) and its noise
+    scale (``scales``: the Laplace scale or the Gaussian sigma), and the release's cost
+    ``cost`` (a :class:`Cost`: pass ``cost.epsilon``, ``cost.delta`` and ``rho=cost.rho`` to
+    the release). Public."""
 
-    def __init__(self, epsilon: float, parents: list[NDArray[np.int64]],
-                 shares: tuple[float, ...], scales: list[float]):
-        self.epsilon, self.parents, self.shares, self.scales = epsilon, parents, shares, scales
+    def __init__(self, cost: Cost, parents: list[NDArray[np.int64]],
+                 shares: tuple[float, ...], noises: tuple[Laplace | Gaussian, ...]):
+        self.cost, self.parents, self.shares, self.noises = cost, parents, shares, noises
+        self.epsilon, self.delta, self.rho = cost.epsilon, cost.delta, cost.rho
+        self.scales = [n.scale for n in noises]
 
 
-def hierarchy_params(hierarchy: Any, n_leaves: int, epsilon: float,
-                     split: Sequence[float] | None, func: str) -> HierarchyParams:
-    """The checks of a hierarchy release that read no count (``epsilon`` already checked)."""
+def hierarchy_params(hierarchy: Any, n_leaves: int, epsilon: float | None,
+                     split: Sequence[float] | None, func: str, *, noise: str = "laplace",
+                     delta: float | None = None, rho: float | None = None,
+                     ) -> HierarchyParams:
+    """The checks of a hierarchy release that read no count: the parent arrays, the privacy
+    keywords (as :func:`dpfast.noise.measure` reads them), the split, and each level's
+    noise."""
     par = _check_parents(hierarchy, n_leaves, func)
     levels = len(par) + 1
-    shares = (1.0 / levels,) * levels if split is None else \
+    # The keywords' checks (a record is in one unit per level: l1 = levels, l2 =
+    # sqrt(levels) at equal noise); the noise itself is made per level below.
+    m = measure(func, noise, epsilon, delta, rho, l1=float(levels), l2=math.sqrt(levels),
+                integer=True)
+    if isinstance(m.noise, Laplace):
+        eps = float(m.epsilon)  # type: ignore[arg-type]
+        shares = (1.0 / levels,) * levels if split is None else \
+            _v.check_shares(split, levels, "split", func)
+        scales = [_v.check_mechanism_scale(1.0, eps * s, func, high=MAX_DISCRETE_SCALE)
+                  for s in shares]
+        return HierarchyParams(Cost(eps, 0.0, None), par, shares,
+                               tuple(Laplace(t, integer=True) for t in scales))
+    # Gaussian: the whole release is rho-zCDP, rho the sum of the levels' shares.
+    # Under (epsilon, delta): the largest rho whose tight conversion fits, one float below
+    # (as an accountant holds that budget: a zCDP accountant of the same (epsilon, delta)
+    # can pay for it). Levels of different sigmas are not one isotropic Gaussian, and a
+    # tighter (epsilon, delta) calibration of several discrete Gaussians is not known here.
+    total = m.rho if m.epsilon is None else \
+        math.nextafter(rho_from_epsilon_delta(m.epsilon, m.delta), 0.0)
+    assert total is not None
+    shares = default_split(par, n_leaves) if split is None else \
         _v.check_shares(split, levels, "split", func)
-    scales = [_v.check_mechanism_scale(1.0, epsilon * s, func, high=MAX_DISCRETE_SCALE)
-              for s in shares]
-    return HierarchyParams(epsilon, par, shares, scales)
+    sigmas = _level_sigmas(total, shares)
+    return HierarchyParams(Cost(m.epsilon, m.delta, total), par, shares,
+                           tuple(Gaussian(s, integer=True) for s in sigmas))
+
+
+def _level_sigmas(rho: float, shares: tuple[float, ...]) -> list[float]:
+    """Each level's sigma, ``1 / sqrt(2 rho share)``, made just large enough that the
+    levels' exact costs ``sum 1 / (2 sigma_l**2)`` stay within ``rho`` read as the decimal
+    it prints as (what the accountant charges): a record changes one count per level by 1,
+    so level ``l`` costs ``1 / (2 sigma_l**2)`` and the levels' costs add (zCDP)."""
+    target = Fraction(repr(rho))
+    sigmas = [1.0 / math.sqrt(2.0 * rho * s) for s in shares]
+    while sum(1 / (2 * Fraction(s) ** 2) for s in sigmas) > target:
+        sigmas = [math.nextafter(s, math.inf) for s in sigmas]
+    return sigmas
 
 
 class HierarchyPlan:
@@ -273,14 +352,16 @@ def hierarchy_plan(counts: NDArray[Any], params: HierarchyParams, labels: list[A
 
 def noisy_hierarchy(plan: HierarchyPlan, key: _native.Key, threads: int) -> HierarchyRelease:
     """The release of a planned hierarchy under ``key`` (the release's, handed out by its
-    charge): discrete Laplace noise on every level, then the consistent least squares and
-    the integer rounding (post-processing; the plan's counts are overwritten)."""
+    charge): each level's noise (discrete Laplace or discrete Gaussian), then the consistent
+    least squares weighted by each level's noise variance and the integer rounding
+    (post-processing; the plan's counts are overwritten)."""
     p = plan.params
-    _noise_levels(key, threads, plan.exact, p.scales)
-    var = [Laplace(t, integer=True).variance for t in p.scales]
+    _noise_levels(key, threads, plan.exact, p.noises)
+    var = [n.variance for n in p.noises]
     est, est_var = _least_squares(plan.exact, var, p.parents)
     return HierarchyRelease(_round_top_down(est, p.parents), est, est_var, p.parents,
-                            p.epsilon, p.shares, plan.labels)
+                            p.epsilon, p.shares, plan.labels, delta=p.delta, rho=p.rho,
+                            noises=p.noises)
 
 
 def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],
@@ -293,14 +374,15 @@ def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],
 
 
 def _noise_levels(key: _native.Key, threads: int, levels: list[NDArray[np.int64]],
-                  scales: list[float]) -> None:
-    """Discrete Laplace noise added in place, each level with its own scale, all under the
-    one key: level after level on consecutive blocks of the key's cells, each level from a
-    fresh chunk (distinct chunks read distinct streams: independent noise; the top level
-    is drawn as a one-level release under the key would be)."""
+                  noises: tuple[Laplace | Gaussian, ...]) -> None:
+    """Integer noise added in place, each level with its own noise, all under the one key:
+    level after level on consecutive blocks of the key's cells, each level from a fresh
+    chunk (distinct chunks read distinct streams: independent noise; the top level is drawn
+    as a one-level release under the key would be). The levels are int64 (the discrete
+    Gaussian kernel's cells today)."""
     chunk = 0
-    for c, t in zip(levels, scales):
-        Laplace(t, integer=True).fill(key, threads, c, c, chunk)
+    for c, noise in zip(levels, noises):
+        noise.fill(key, threads, c, c, chunk)
         chunk += -(-c.size // _native.CHUNK)
 
 
@@ -383,3 +465,9 @@ def _share_out(totals: NDArray[np.int64], weights: NDArray[np.float64],
         unsorted[order] = out
         out = unsorted
     return out
+
+
+def default_split(parents: list[NDArray[np.int64]], n_leaves: int) -> tuple[float, ...]:
+    """The default rho shares of a Gaussian hierarchy release, top level first."""
+    levels = len(parents) + 1
+    return (1.0 / levels,) * levels

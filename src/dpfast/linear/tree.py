@@ -2,9 +2,13 @@
 
 Noise goes on every node of a b-ary tree over the cells but the root: each record is counted
 in one node per level, so with ``h`` measured levels the count vector of all nodes has l1
-sensitivity ``h`` and every node gets Laplace noise of scale ``h / epsilon`` (discrete Laplace
-for integer counts). The root (the grand total) is not measured: it would cost a level of
-budget and tells little that its children do not. The least-squares estimate consistent with
+sensitivity ``h`` and l2 sensitivity ``sqrt(h)``. Laplace noise (the default): every node gets
+scale ``h / epsilon`` (discrete Laplace for integer counts). Gaussian noise
+(``noise="gaussian"``): every node gets one sigma, calibrated over the whole tree's l2
+sensitivity ``sqrt(h)`` in one measure (:func:`dpfast.noise.measure`: ``sigma = sqrt(h) /
+sqrt(2 rho)``, or the tightest sigma for this release at (epsilon, delta)); exact discrete
+Gaussian noise for integer counts. The root (the grand total) is not measured: it would cost
+a level of budget and tells little that its children do not. The least-squares estimate consistent with
 the tree (each parent the sum of its children) comes from two linear passes (Hay et al.
 2010, with per-level weights): bottom-up, each node's best estimate from its own subtree;
 top-down, each parent's discrepancy shared among its children in proportion to their
@@ -19,9 +23,13 @@ blocks, ``M`` is ``lambda_k = sum_{l <= k} w_l s_l``. So the variance of a query
 (q . 1_B)^2 / s_k``: ``O(height)`` per range (``range_variance``), and in closed form
 summed over all ranges, which is how the branching factor is chosen (``branching=None``:
 the integer height and branching with the least mean variance over all ranges, after
-Qardaji, Yang & Li 2013; height 1 is the identity, chosen when it is best).
+Qardaji, Yang & Li 2013; height 1 is the identity, chosen when it is best). The node
+variance grows with the height as ``h**2`` under Laplace noise and as ``h`` under Gaussian
+noise (``sigma**2`` is proportional to the l2 sensitivity squared), so the two noises can
+choose different shapes.
 
-2-D counts get the Kronecker product of two such trees (each record in ``h0 * h1`` nodes):
+2-D counts get the Kronecker product of two such trees (each record in ``h0 * h1`` nodes:
+l1 sensitivity ``h0 h1``, l2 ``sqrt(h0 h1)``):
 the estimate is the 1-D estimate along each axis in turn and a rectangle's variance is the
 product of its two ranges' 1-D factors.
 """
@@ -36,7 +44,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..noise import Laplace
+from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE
 
 if TYPE_CHECKING:
@@ -51,11 +59,14 @@ MAX_CELLS = 2**34
 
 
 @functools.lru_cache(maxsize=256)
-def tree_shape(n: int, branching: int | None = None) -> tuple[int, int]:
+def tree_shape(n: int, branching: int | None = None, gaussian: bool = False,
+               ) -> tuple[int, int]:
     """(branching, height) of the tree over ``n`` cells: ``branching ** height >= n`` cells
     with ``height`` measured levels (the root, above them, is not measured). Given
     ``branching``, the least such height; else the pair with the least mean variance over
-    all ranges of ``[0, n)`` (height 1: the identity)."""
+    all ranges of ``[0, n)`` (height 1: the identity), the node variance growing as
+    ``height**2`` (Laplace noise, scale ``height / epsilon``) or as ``height`` (``gaussian``:
+    ``sigma**2`` proportional to the l2 sensitivity squared, ``height``)."""
     if branching is not None:
         height, size = 1, branching
         while size < n:
@@ -73,8 +84,11 @@ def tree_shape(n: int, branching: int | None = None) -> tuple[int, int]:
         candidates.add((b, h))
     for b in range(2, 17):
         candidates.add(tree_shape(n, b))
-    # Noise variance per node grows as height^2 (scale height / epsilon).
-    return min(candidates, key=lambda c: (mean_range_variance(n, c[0], c[1], c[1] ** 2), c[1], c[0]))
+    # Noise variance per node grows as height^2 (Laplace: scale height / epsilon) or as
+    # height (Gaussian: sigma^2 = height / (2 rho)).
+    power = 1 if gaussian else 2
+    return min(candidates, key=lambda c: (mean_range_variance(n, c[0], c[1], c[1] ** power),
+                                          c[1], c[0]))
 
 
 def _level_weights(b: int, h: int, node_variance: float) -> list[float]:
@@ -245,10 +259,14 @@ class TreeRelease:
     estimate: NDArray[np.float64]
 
     def __init__(self, estimate: NDArray[np.float64], trees: tuple[_Tree1D, ...],
-                 epsilon: float, node_variance: float):
+                 epsilon: float | None, node_variance: float, *, delta: float = 0.0,
+                 rho: float | None = None, noise: Laplace | Gaussian | None = None):
         self.estimate = estimate
         self._trees = trees
-        self.epsilon = epsilon
+        self.epsilon = epsilon          # None for a release given in rho alone
+        self.delta = delta
+        self.rho = rho                  # the zCDP cost charged, for Gaussian noise
+        self.noise = noise              # the noise of every measured node
         self.node_variance = node_variance
         self._prefix: NDArray[np.float64] | None = None
 
@@ -321,8 +339,11 @@ class TreeRelease:
         return np.sqrt(self.range_variance(lo, hi) / b)
 
     def __repr__(self) -> str:
+        cost = (f"epsilon={self.epsilon!r}" if self.rho is None else
+                f"rho={self.rho!r}" if self.epsilon is None else
+                f"epsilon={self.epsilon!r}, delta={self.delta!r}")
         return (f"TreeRelease(cells={self.estimate.shape}, branching={self.branching}, "
-                f"height={self.height}, epsilon={self.epsilon!r})")
+                f"height={self.height}, {cost})")
 
 
 def _check_branching(branching: object, ndim: int, func: str) -> tuple[int | None, ...]:
@@ -340,10 +361,12 @@ def _check_branching(branching: object, ndim: int, func: str) -> tuple[int | Non
     return tuple(int(v) for v in values)
 
 
-def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None = None,
+def tree_mechanism(counts: ArrayLike, *, epsilon: float | None = None,
+                   branching: int | None = None, noise: str = "laplace",
+                   delta: float | None = None, rho: float | None = None,
                    accountant: AccountantLike | None = None, rng: RngLike = None,
                    threads: int | None = None) -> TreeRelease:
-    """tree_mechanism(counts, *, epsilon, branching=None, accountant=None, rng=None, threads=None)
+    """tree_mechanism(counts, *, epsilon=None, branching=None, noise="laplace", delta=None, rho=None, accountant=None, rng=None, threads=None)
 
     Release a histogram for range queries: noise on every node of a b-ary tree over the
     cells, then the least-squares estimate consistent with the tree (see the module).
@@ -353,11 +376,22 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
     ----------
     counts : array_like, 1-D or 2-D
         Counts of records per cell (each record in one cell: sensitivity 1). Integer counts
-        get discrete Laplace noise, floating counts grid Laplace noise.
-    epsilon : float
+        get discrete Laplace (discrete Gaussian) noise, floating counts Laplace (Gaussian)
+        noise on a grid.
+    epsilon : float, optional
+        Required with Laplace noise; with Gaussian noise, together with ``delta``.
     branching : int or pair of ints, optional
         The tree's branching factor (per axis in 2-D). Default: the shape with the least
-        mean error over all ranges for this number of cells (:func:`tree_shape`).
+        mean error over all ranges for this number of cells and this noise
+        (:func:`tree_shape`).
+    noise : {"laplace", "gaussian"}
+        Laplace noise (pure epsilon-DP), or Gaussian noise over the tree's l2 sensitivity
+        ``sqrt(height)`` (the product of the axes' heights in 2-D), given ``rho`` (zCDP) or
+        ``epsilon`` and ``delta`` (the tightest sigma for this one release).
+    delta : float, optional
+        With Gaussian noise and ``epsilon``: in (0, 1).
+    rho : float, optional
+        With Gaussian noise: the release's zCDP cost (> 0), instead of epsilon and delta.
     accountant, rng, threads
         As for :func:`dpfast.laplace_mechanism`.
 
@@ -365,7 +399,8 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
     -------
     TreeRelease
         ``.estimate`` (float64, the shape of ``counts``), ``.range_sums(lo, hi)``,
-        ``.range_variance(lo, hi)`` and ``.range_error_bound(lo, hi, beta)``.
+        ``.range_variance(lo, hi)`` and ``.range_error_bound(lo, hi, beta)`` (from the
+        noise's per-node variance, ``.node_variance``).
 
     Examples
     --------
@@ -374,9 +409,14 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
     ...                         accountant=dp.Accountant())
     >>> rel.range_sums([0, 10], [1000, 20]).shape
     (2,)
+    >>> rel = dp.tree_mechanism(np.arange(1000) % 7, noise="gaussian", rho=0.5, rng=0,
+    ...                         accountant=dp.Accountant(rho=1.0))
+    >>> rel.rho
+    0.5
     """
     func = "tree_mechanism"
-    eps = _v.check_epsilon(epsilon, func)
+    if noise == "laplace" and epsilon is not None:
+        _v.check_epsilon(epsilon, func)         # first, as before the noise keywords
     src = _v.as_array(counts, "counts", func)
     if src.ndim not in (1, 2) or src.size == 0:
         raise ValueError(f"The 'counts' parameter of {func} must be a non-empty 1-D or 2-D "
@@ -385,35 +425,51 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float, branching: int | None =
         raise ValueError(f"The 'counts' parameter of {func} must have at most {MAX_CELLS} "
                          f"cells. Got {_v.describe(src)} instead.")
     data, integer = _v.check_data(src, "counts", func)
-    plan = tree_plan(data, tree_params(data.shape, integer, eps, branching, func), func)
-    rel = Release(func, accountant, eps, 0.0, rng, threads, plan.nodes.size)
+    params = tree_params(data.shape, integer, epsilon, branching, func, noise=noise,
+                         delta=delta, rho=rho)
+    plan = tree_plan(data, params, func)
+    cost = params.cost
+    rel = Release(func, accountant, cost.epsilon, cost.delta, rng, threads, plan.nodes.size,
+                  rho=cost.rho)
     return noisy_tree(plan, rel.charge(), rel.threads)
 
 
 class TreeParams:
     """What a tree release needs to know before it sees a count: the trees' shapes, the
-    noise (``noise``, with its ``scale``, grid ``g`` and parameter ``t``) and the per-node
-    variance. Public."""
+    noise (``noise``, with its ``scale``, grid ``g`` and kernel parameter ``t``), the
+    per-node variance, and the release's cost ``cost`` (a :class:`dpfast.noise.Measure`:
+    pass ``cost.epsilon``, ``cost.delta`` and ``rho=cost.rho`` to the release). Public."""
 
-    def __init__(self, shape: tuple[int, ...], integer: bool, epsilon: float,
-                 trees: tuple[_Tree1D, ...], noise: Laplace):
-        self.shape, self.integer, self.epsilon = shape, integer, epsilon
+    def __init__(self, shape: tuple[int, ...], integer: bool, cost: Measure,
+                 trees: tuple[_Tree1D, ...]):
+        noise = cost.noise
+        self.shape, self.integer, self.cost = shape, integer, cost
+        self.epsilon, self.delta, self.rho = cost.epsilon, cost.delta, cost.rho
         self.trees, self.noise = trees, noise
-        self.scale, self.g, self.t = noise.scale, noise.g, noise.t
+        self.scale, self.g = noise.scale, noise.g
+        self.t = noise.t if isinstance(noise, Laplace) else noise.sigma / noise.g
         self.node_variance = noise.variance
 
 
-def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float, branching: object,
-                func: str) -> TreeParams:
-    """The checks of a tree release that read no count (``epsilon`` already checked)."""
-    shapes = [tree_shape(n, b) for n, b in zip(shape, _check_branching(branching, len(shape),
-                                                                       func))]
+def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
+                branching: object, func: str, *, noise: str = "laplace",
+                delta: float | None = None, rho: float | None = None) -> TreeParams:
+    """The checks of a tree release that read no count: the trees' shapes, then the noise
+    and the cost from the privacy keywords (:func:`dpfast.noise.measure` over the l1
+    sensitivity ``h`` and the l2 sensitivity ``sqrt(h)``, ``h`` the number of measured
+    nodes counting each record: the product of the axes' heights)."""
+    gaussian = noise == "gaussian"
+    shapes = [tree_shape(n, b, gaussian) for n, b in
+              zip(shape, _check_branching(branching, len(shape), func))]
     per_record = math.prod(h for _, h in shapes)            # nodes counting each record
-    scale = _v.check_mechanism_scale(float(per_record), epsilon, func,
-                                     high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
-    noise = Laplace(scale, integer)
-    trees = tuple(_Tree1D(n, b, h, noise.variance) for n, (b, h) in zip(shape, shapes))
-    return TreeParams(tuple(shape), integer, epsilon, trees, noise)
+    if noise == "laplace" and epsilon is not None and rho is None:
+        # Laplace's scale range, checked (and worded) as it always was.
+        _v.check_mechanism_scale(float(per_record), _v.check_epsilon(epsilon, func), func,
+                                 high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
+    cost = measure(func, noise, epsilon, delta, rho, l1=float(per_record),
+                   l2=math.sqrt(per_record), integer=integer)
+    trees = tuple(_Tree1D(n, b, h, cost.noise.variance) for n, (b, h) in zip(shape, shapes))
+    return TreeParams(tuple(shape), integer, cost, trees)
 
 
 class TreePlan:
@@ -452,24 +508,31 @@ def tree_plan(data: NDArray[Any], params: TreeParams, func: str) -> TreePlan:
 def noisy_tree(plan: TreePlan, key: _native.Key, threads: int) -> TreeRelease:
     """The release of a planned tree under ``key`` (the release's, handed out by its charge):
     every measured node's noise in one kernel call (integer counts get discrete Laplace
-    noise: the grid kernel on the grid of the integers, step 1), then the least-squares
-    estimate (post-processing)."""
+    noise: the grid kernel on the grid of the integers, step 1; or discrete Gaussian noise,
+    drawn into int64 cells and added), then the least-squares estimate (post-processing)."""
     p = plan.params
     levels = plan.levels()
-    p.noise.fill(key, threads, plan.nodes, plan.nodes)
+    if isinstance(p.noise, Gaussian) and p.integer:
+        # The discrete Gaussian kernel writes integer cells: draw the noise alone there
+        # (the same cells, cell-addressed) and add it to the node counts, exact below 2**52.
+        # (int64 today; an int32 draw would do once the kernel takes it.)
+        plan.nodes += p.noise.fill(key, threads, np.empty(plan.nodes.size, np.int64))
+    else:
+        p.noise.fill(key, threads, plan.nodes, plan.nodes)
     trees, shape = p.trees, p.shape
     # Post-processing: least squares along each axis in turn (a Kronecker product of trees).
     if len(trees) == 1:
         est = trees[0].consistent(levels)
         n = shape[0]
         return TreeRelease(est if est.size == n else est[:n].copy(), trees, p.epsilon,
-                           p.node_variance)
+                           p.node_variance, delta=p.delta, rho=p.rho, noise=p.noise)
     t0, t1 = trees
     # levels[i0 * t1.h + i1]: level i0 of axis 0 by level i1 of axis 1.
     along1 = [t1.consistent([levels[i0 * t1.h + i1].T for i1 in range(t1.h)]).T
               for i0 in range(t0.h)]
     est = t0.consistent(along1)
-    return TreeRelease(est[:shape[0], :shape[1]].copy(), trees, p.epsilon, p.node_variance)
+    return TreeRelease(est[:shape[0], :shape[1]].copy(), trees, p.epsilon, p.node_variance,
+                       delta=p.delta, rho=p.rho, noise=p.noise)
 
 
 def _nodes(data: NDArray[Any], trees: tuple[_Tree1D, ...],
