@@ -10,10 +10,16 @@ each cell's noise depends only on the cells before it in its chunk. A piece star
 and keeps the rest. With the key that ``dpfast.noisy_counts`` would draw from the same
 generator (:func:`release_key`), the pieces put together equal ``noisy_counts``' release.
 
+The same holds for every noise of :mod:`dpfast.noise`: discrete Laplace and discrete Gaussian
+noise on integer counts, grid Laplace and grid Gaussian noise on real ones (the discrete
+Gaussian's kernel also reads chunk ``c``'s streams only, and each cell's noise depends only on
+the cells before it in its chunk).
+
 The key is the release: whoever holds its 32 bytes can recompute and remove the noise.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,8 +27,8 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..noise import Laplace
-from ..samplers import MAX_DISCRETE_SCALE
+from ..noise import Gaussian, Laplace, Measure, measure
+from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -30,17 +36,41 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["release_key", "noise_scale", "noisy_cells", "noisy_cells_at", "CHUNK"]
+__all__ = ["release_key", "noise_scale", "counting_measure", "noisy_cells", "noisy_cells_at",
+           "fill_cells", "int32_limit", "CHUNK"]
 
 CHUNK = _native.CHUNK
 
 
-def release_key(func: str, accountant: AccountantLike | None, epsilon: float,
-                rng: RngLike) -> bytes:
-    """Charge ``epsilon`` to ``accountant`` (the release's charge: a refused budget draws
-    nothing), then draw the release's key from ``rng`` (None: the OS) as a one-shot kernel
-    call would. Returns its 32 bytes."""
-    return bytes(Release(func, accountant, epsilon, 0.0, rng).charge())
+def release_key(func: str, accountant: AccountantLike | None, epsilon: float | None,
+                rng: RngLike, *, delta: float = 0.0, rho: float | None = None) -> bytes:
+    """Charge (``epsilon``, ``delta``) and ``rho`` to ``accountant`` as the release does
+    (a :class:`dpfast.noise.Measure`'s cost; a refused budget draws nothing), then draw the
+    release's key from ``rng`` (None: the OS) as a one-shot kernel call would. Returns its
+    32 bytes."""
+    return bytes(Release(func, accountant, epsilon, delta, rng, rho=rho).charge())
+
+
+def counting_measure(func: str, noise: object, epsilon: object, delta: object, rho: object,
+                     sensitivity: object = 1.0, integer: bool = True) -> Measure:
+    """The noise and cost of a release of disjoint counts (one record moves one cell by at
+    most ``sensitivity``: l1 = l2 = ``sensitivity``), from its ``noise=``, ``epsilon=``,
+    ``delta=`` and ``rho=`` keywords (:func:`dpfast.noise.measure`), checked for the kernel
+    that will draw it: a Laplace scale within the kernels' range (today's checks and
+    messages, first), a Gaussian sigma within the discrete Gaussian's (integers) or the
+    grid's range. TypeError/ValueError before anything is charged or drawn."""
+    d = _v.check_sensitivity(sensitivity, func)
+    if isinstance(noise, str) and noise == "laplace" and rho is None and epsilon is not None:
+        _v.check_mechanism_scale(d, _v.check_epsilon(epsilon, func), func,
+                                 high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
+    m = measure(func, noise, epsilon, delta, rho, l1=d, l2=d, integer=integer)
+    if isinstance(m.noise, Gaussian):
+        high = MAX_DISCRETE_SIGMA if integer else _v.MAX_SCALE
+        if not _v.MIN_SCALE <= m.noise.sigma <= high:
+            raise ValueError(f"The privacy parameters of {func} give Gaussian noise of sigma "
+                             f"{m.noise.sigma:g}, outside [{_v.MIN_SCALE:g}, {high:g}] (the "
+                             f"sensitivity is {d!r}): ask for a larger or smaller cost.")
+    return m
 
 
 def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) -> float:
@@ -51,12 +81,47 @@ def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) ->
                                     _v.MAX_SCALE)
 
 
-def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any], scale: float,
-                threads: int = 1, int32: bool = False) -> NDArray[Any]:
+def int32_limit(noise: Laplace | Gaussian) -> int:
+    """The largest |count| whose noisy value surely fits int32: ``2**31 - 1`` less a bound
+    on the integer noise's magnitude (negative if there is no room). The kernels draw
+    discrete Laplace noise of parameter ``t`` with ``|K| <= t (c + 1100 ln 2) + 1 < 763.3 t
+    + 1`` (the sampler's deepest binade); the discrete Gaussian's candidates are such draws
+    with ``t = floor(sigma) + 1``, so its noise has the same bound at that ``t``."""
+    t = noise.t if isinstance(noise, Laplace) else math.floor(noise.sigma) + 1.0
+    return 2**31 - 1 - math.ceil(763.3 * t + 1)
+
+
+def fill_cells(noise: Laplace | Gaussian, source: Any, threads: int, out: NDArray[Any],
+               base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
+    """``noise.fill(source, threads, out, base, chunk0)``, also for int32 cells of discrete
+    Gaussian noise, whose kernel writes int64 cells today: those are drawn into an int64
+    copy and narrowed (the counts were checked against :func:`int32_limit` before the
+    charge, so every value fits). The one place to change when that kernel takes int32."""
+    if isinstance(noise, Gaussian) and out.dtype == np.int32:
+        wide = np.empty(out.shape, dtype=np.int64) if base is None else \
+            np.array(base, dtype=np.int64)
+        noise.fill(source, threads, wide, None if base is None else wide, chunk0)
+        out[...] = wide
+        return out
+    return noise.fill(source, threads, out, base, chunk0)
+
+
+def _noise_of(scale: float | Laplace | Gaussian, integer: bool) -> Laplace | Gaussian:
+    """A noise object, or (as before noise objects) a Laplace scale."""
+    if isinstance(scale, (Laplace, Gaussian)):
+        return scale
+    return Laplace(scale, integer=integer)
+
+
+def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any],
+                scale: float | Laplace | Gaussian, threads: int = 1,
+                int32: bool = False) -> NDArray[Any]:
     """Cells ``start .. start + counts.size`` (C order) of the release under ``key``: the
-    counts plus discrete Laplace noise (int64, or int32 with ``int32``; integer counts) or
-    grid Laplace noise (float64), of ``scale``. The counts must already be checked (finite,
-    within range; for int32, within ``2**31 - 1`` less the noise's bound)."""
+    counts plus the noise ``scale`` (a :class:`dpfast.noise.Laplace` or
+    :class:`dpfast.noise.Gaussian`, or a number: the scale of Laplace noise), integer noise
+    for integer counts (int64, or int32 with ``int32``), grid noise for real ones (float64).
+    The counts must already be checked (finite, within range; for int32, within
+    :func:`int32_limit`)."""
     flat = counts.reshape(-1)
     integer = flat.dtype.kind in "iu"
     first = start // CHUNK
@@ -66,12 +131,12 @@ def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any], scal
     cell = np.zeros(pad + flat.size, dtype=(np.float64 if not integer else
                                             np.int32 if int32 else np.int64))
     cell[pad:] = flat
-    out = Laplace(scale, integer=integer).fill(k, threads, cell, cell, first)
+    out = fill_cells(_noise_of(scale, integer), k, threads, cell, cell, first)
     return out[pad:].reshape(counts.shape)
 
 
 def noisy_cells_at(key: bytes, cells: NDArray[np.integer[Any]], counts: NDArray[Any],
-                   scale: float) -> NDArray[Any]:
+                   scale: float | Laplace | Gaussian) -> NDArray[Any]:
     """The cells at the given indices (any order, each at most once) of the release under
     ``key``, for counts that arrive with their cell index (a Spark or Dask partition of
     ``(cell, count)`` rows). Each chunk the indices touch is drawn once, up to the last of
@@ -88,6 +153,7 @@ def noisy_cells_at(key: bytes, cells: NDArray[np.integer[Any]], counts: NDArray[
     if np.any(np.diff(sorted_index) == 0):
         raise ValueError("noisy_cells_at: a cell index appears twice (its noise would too).")
     integer = values.dtype.kind in "iu"
+    noise = _noise_of(scale, integer)
     out = np.empty(values.shape, dtype=np.int64 if integer else np.float64)
     chunk = sorted_index // CHUNK
     bounds = np.flatnonzero(np.diff(chunk)) + 1
@@ -98,5 +164,5 @@ def noisy_cells_at(key: bytes, cells: NDArray[np.integer[Any]], counts: NDArray[
         pos = sorted_index[part] - c * CHUNK
         base = np.zeros(int(pos[-1]) + 1, dtype=out.dtype)
         base[pos] = values[order[part]]
-        out[order[part]] = noisy_cells(key, c * CHUNK, base, scale)[pos]
+        out[order[part]] = noisy_cells(key, c * CHUNK, base, noise)[pos]
     return out

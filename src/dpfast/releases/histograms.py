@@ -1,8 +1,11 @@
 """Histogram and contingency-table releases.
 
 Histogram cells are disjoint, so adding or removing one person changes one count by one:
-the L1 sensitivity is 1 whatever the number of cells, and discrete Laplace noise of scale
-1/epsilon per cell gives epsilon-DP for the whole table (Dwork & Roth, example 3.2).
+the L1 and L2 sensitivities are 1 whatever the number of cells. Discrete Laplace noise of
+scale 1/epsilon per cell gives epsilon-DP for the whole table (Dwork & Roth, example 3.2);
+discrete Gaussian noise of parameter sigma per cell gives 1/(2 sigma**2)-zCDP (Canonne,
+Kamath & Steinke 2020), with sigma chosen from ``rho=``, or the tightest for the one
+release from ``epsilon=`` and ``delta=`` (``noise="gaussian"``; :mod:`dpfast.noise`).
 
 Bin edges must be public: edges computed from the data (``bins="auto"``, or a number of bins
 without a ``range``, which numpy fills with the data's minimum and maximum) reveal the data,
@@ -21,9 +24,9 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release, ledger_path, release
-from ..noise import Laplace
-from ..samplers import MAX_DISCRETE_SCALE
+from ..noise import Gaussian, Laplace, Measure
 from . import postprocess as _post
+from .cells import counting_measure, fill_cells, int32_limit
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
                       unnamed_file_map)
 
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
     _Total: TypeAlias = int | np.integer[Any]
     _T = TypeVar("_T")
     _Out = TypeVar("_Out", bound=NDArray[Any])
+    #: The ``noise=`` keyword of a counting release.
+    _Noise: TypeAlias = Literal["laplace", "gaussian"]
 
 __all__ = ["histogram", "histogramdd", "count_categories", "noisy_counts"]
 
@@ -136,15 +141,15 @@ def _range_pair(value: tuple[float, float], func: str, name: str) -> tuple[float
     return lo, hi
 
 
-def _prepare(func: str, epsilon: float, accountant: "AccountantLike | None", rng: "RngLike",
-             threads: int | None, postprocess: object, total: object,
-             ) -> "tuple[float, float, Release]":
+def _prepare(func: str, noise: object, epsilon: object, delta: object, rho: object,
+             accountant: "AccountantLike | None", rng: "RngLike", threads: int | None,
+             postprocess: object, total: object) -> "tuple[Measure, Release]":
     """The shared arguments of a counting release, checked before anything happens: the
-    release's check phase (the accountant, generator and threads resolved now, before the
-    records are counted)."""
-    eps = _v.check_epsilon(epsilon, func)
-    scale = _v.check_mechanism_scale(1.0, eps, func, high=MAX_DISCRETE_SCALE)
-    rel = Release(func, accountant, eps, 0.0, rng, threads)
+    release's check phase (its noise and cost, over the table's sensitivity 1 in l1 and
+    l2; the accountant, generator and threads resolved now, before the records are
+    counted)."""
+    m = counting_measure(func, noise, epsilon, delta, rho)
+    rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
     _check_postprocess(postprocess, func)
     if total is not None:
         if postprocess != "consistent":
@@ -152,7 +157,7 @@ def _prepare(func: str, epsilon: float, accountant: "AccountantLike | None", rng
                              f"postprocess='consistent'. Got total={total!r} with "
                              f"postprocess={postprocess!r} instead.")
         _post._check_integer_total(total, func, _post.MAX_TOTAL)
-    return eps, scale, rel
+    return m, rel
 
 
 def _check_postprocess(option: object, func: str) -> None:
@@ -162,26 +167,29 @@ def _check_postprocess(option: object, func: str) -> None:
                      f"'consistent' or a callable. Got {option!r} instead.")
 
 
-def _release(counts: "NDArray[np.int64]", scale: float, rel: Release,
+def _release(counts: "NDArray[np.int64]", m: Measure, rel: Release,
              postprocess: "_Postprocess", total: "_Total | None") -> Any:
     """Charge, noise the exact counts in place under the release's key, post-process."""
     flat = counts.reshape(-1)
     key = rel.charge()
-    Laplace(scale, integer=True).fill(key, rel.threads if flat.size > _native.CHUNK else 1,
-                                      flat, flat)
+    m.noise.fill(key, rel.threads if flat.size > _native.CHUNK else 1, flat, flat)
     return _post.apply(counts, postprocess, total=total)
 
 
 if TYPE_CHECKING:
     @overload
-    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *, epsilon: float,
+    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *,
+                  noise: _Noise = "laplace", epsilon: float | None = None,
+                  delta: float | None = None, rho: float | None = None,
                   range: tuple[float, float] | None = None,
                   accountant: AccountantLike | None = None, rng: RngLike = None,
                   threads: int | None = None, postprocess: _Named = None,
                   total: _Total | None = None,
                   ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
     @overload
-    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *, epsilon: float,
+    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *,
+                  noise: _Noise = "laplace", epsilon: float | None = None,
+                  delta: float | None = None, rho: float | None = None,
                   range: tuple[float, float] | None = None,
                   accountant: AccountantLike | None = None, rng: RngLike = None,
                   threads: int | None = None,
@@ -189,14 +197,16 @@ if TYPE_CHECKING:
                   total: None = None) -> tuple[_T, NDArray[np.float64]]: ...
 
 
-def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float,
-              range: "tuple[float, float] | None" = None,
+def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, noise: str = "laplace",
+              epsilon: float | None = None, delta: float | None = None,
+              rho: float | None = None, range: "tuple[float, float] | None" = None,
               accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
               threads: int | None = None, postprocess: "_Postprocess" = None,
               total: "_Total | None" = None) -> "tuple[Any, NDArray[np.float64]]":
-    """histogram(data, bins=10, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
+    """histogram(data, bins=10, *, noise="laplace", epsilon=None, delta=None, rho=None, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
 
-    An epsilon-DP histogram: exact counts plus discrete Laplace noise of scale 1/epsilon.
+    A differentially private histogram: exact counts plus discrete Laplace noise of scale
+    1/epsilon (epsilon-DP), or discrete Gaussian noise (``noise="gaussian"``).
 
     Parameters
     ----------
@@ -206,8 +216,21 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float
     bins : int or sequence of float
         Number of equal-width bins over ``range``, or the bin edges (finite, increasing).
         Strings such as ``"auto"`` are refused: they pick edges from the data.
-    epsilon : float
-        Privacy parameter, charged to the accountant before the noise is drawn.
+    noise : {"laplace", "gaussian"}, optional
+        ``"laplace"`` (default): discrete Laplace noise of scale ``1/epsilon``, epsilon-DP.
+        ``"gaussian"``: discrete Gaussian noise, either of sigma ``1/sqrt(2 rho)`` (``rho``
+        alone: rho-zCDP, charged as rho) or the smallest sigma giving (epsilon, delta)-DP
+        for this one release (``epsilon`` and ``delta``; charged as (epsilon, delta)).
+    epsilon : float, optional
+        Privacy parameter, charged to the accountant before the noise is drawn (required
+        with Laplace noise).
+    delta : float, optional
+        With Gaussian noise and ``epsilon``: delta in (0, 1). Laplace noise takes none (or
+        0).
+    rho : float, optional
+        With Gaussian noise, alone: the zCDP cost, > 0. A rho-only release needs an
+        accountant that holds a zCDP budget (``dp.Accountant(rho=...)`` or
+        ``composition="zcdp"``).
     range : (float, float), optional
         Public lower and upper edge; required when ``bins`` is an int.
     accountant, rng, threads
@@ -230,7 +253,9 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float
     Edges are float64 whatever the data; integer records are binned exactly when the edges
     are integers equally spaced (a fast integer path), and otherwise compared as float64
     (so integers beyond 2**53 are rounded first; numpy compares them exactly).
-    Accuracy: :func:`dpfast.max_error_bound` with ``k = len(counts)``.
+    Accuracy: :func:`dpfast.max_error_bound` with ``k = len(counts)`` (Laplace noise); for
+    Gaussian noise, each cell's noise has variance at most sigma**2 and is sigma-subgaussian
+    (:class:`dpfast.noise.Gaussian`).
 
     Examples
     --------
@@ -242,9 +267,10 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, epsilon: float
     (dtype('int64'), [0.0, 25.0, 50.0, 75.0, 100.0])
     """
     func = "histogram"
-    eps, scale, rel = _prepare(func, epsilon, accountant, rng, threads, postprocess, total)
+    m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
+                      total)
     counts, edges = histogram_counts(data, bins, range, func, rel.threads)
-    return _release(counts, scale, rel, postprocess, total), edges
+    return _release(counts, m, rel, postprocess, total), edges
 
 
 def histogram_counts(data: "ArrayLike", bins: "int | ArrayLike", range: Any, func: str,
@@ -259,7 +285,8 @@ def histogram_counts(data: "ArrayLike", bins: "int | ArrayLike", range: Any, fun
 if TYPE_CHECKING:
     @overload
     def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
-                    epsilon: float,
+                    noise: _Noise = "laplace", epsilon: float | None = None,
+                    delta: float | None = None, rho: float | None = None,
                     range: Sequence[tuple[float, float] | None] | None = None,
                     accountant: AccountantLike | None = None, rng: RngLike = None,
                     threads: int | None = None, postprocess: _Named = None,
@@ -267,7 +294,8 @@ if TYPE_CHECKING:
                     ) -> tuple[NDArray[np.int64], list[NDArray[np.float64]]]: ...
     @overload
     def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
-                    epsilon: float,
+                    noise: _Noise = "laplace", epsilon: float | None = None,
+                    delta: float | None = None, rho: float | None = None,
                     range: Sequence[tuple[float, float] | None] | None = None,
                     accountant: AccountantLike | None = None, rng: RngLike = None,
                     threads: int | None = None,
@@ -275,14 +303,17 @@ if TYPE_CHECKING:
                     total: None = None) -> tuple[_T, list[NDArray[np.float64]]]: ...
 
 
-def histogramdd(sample: "ArrayLike", bins: Any, *,
-                epsilon: float, range: "Sequence[tuple[float, float] | None] | None" = None,
+def histogramdd(sample: "ArrayLike", bins: Any, *, noise: str = "laplace",
+                epsilon: float | None = None, delta: float | None = None,
+                rho: float | None = None,
+                range: "Sequence[tuple[float, float] | None] | None" = None,
                 accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
                 threads: int | None = None, postprocess: "_Postprocess" = None,
                 total: "_Total | None" = None) -> "tuple[Any, list[NDArray[np.float64]]]":
-    """histogramdd(sample, bins, *, epsilon, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
+    """histogramdd(sample, bins, *, noise="laplace", epsilon=None, delta=None, rho=None, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
 
-    An epsilon-DP contingency table of D-dimensional records.
+    A differentially private contingency table of D-dimensional records (Laplace or
+    Gaussian noise, as :func:`histogram`).
 
     Parameters
     ----------
@@ -292,8 +323,9 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
         Per-dimension numbers of bins (each with its public range) or edges.
     range : sequence of D (low, high) pairs, optional
         Required for every dimension whose bins are given as a number.
-    epsilon, accountant, rng, threads, postprocess, total
-        As for :func:`histogram`. One record is in one cell, so the sensitivity is 1.
+    noise, epsilon, delta, rho, accountant, rng, threads, postprocess, total
+        As for :func:`histogram`. One record is in one cell, so the sensitivity is 1 (in
+        l1 and in l2).
 
     Returns
     -------
@@ -310,9 +342,10 @@ def histogramdd(sample: "ArrayLike", bins: Any, *,
     (4, 2)
     """
     func = "histogramdd"
-    eps, scale, rel = _prepare(func, epsilon, accountant, rng, threads, postprocess, total)
+    m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
+                      total)
     counts, edges = histogramdd_counts(sample, bins, range, func, rel.threads)
-    return _release(counts, scale, rel, postprocess, total), edges
+    return _release(counts, m, rel, postprocess, total), edges
 
 
 def histogramdd_counts(sample: "ArrayLike", bins: Any, range: Any, func: str,
@@ -356,13 +389,17 @@ def histogramdd_counts(sample: "ArrayLike", bins: Any, range: Any, func: str,
 if TYPE_CHECKING:
     @overload
     def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
-                         epsilon: float, other: bool = False,
+                         noise: _Noise = "laplace", epsilon: float | None = None,
+                         delta: float | None = None, rho: float | None = None,
+                         other: bool = False,
                          accountant: AccountantLike | None = None, rng: RngLike = None,
                          threads: int | None = None, postprocess: _Named = None,
                          total: _Total | None = None) -> NDArray[np.int64]: ...
     @overload
     def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
-                         epsilon: float, other: bool = False,
+                         noise: _Noise = "laplace", epsilon: float | None = None,
+                         delta: float | None = None, rho: float | None = None,
+                         other: bool = False,
                          accountant: AccountantLike | None = None, rng: RngLike = None,
                          threads: int | None = None,
                          postprocess: Callable[[NDArray[np.int64]], _T],
@@ -370,12 +407,15 @@ if TYPE_CHECKING:
 
 
 def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[Any]", *,
-                     epsilon: float, other: bool = False, accountant: "AccountantLike | None" = None,
+                     noise: str = "laplace", epsilon: float | None = None,
+                     delta: float | None = None, rho: float | None = None,
+                     other: bool = False, accountant: "AccountantLike | None" = None,
                      rng: "RngLike" = None, threads: int | None = None,
                      postprocess: "_Postprocess" = None, total: "_Total | None" = None) -> Any:
-    """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
+    """count_categories(values, categories, *, noise="laplace", epsilon=None, delta=None, rho=None, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
 
-    An epsilon-DP count of each category in a public list.
+    A differentially private count of each category in a public list (Laplace or Gaussian
+    noise, as :func:`histogram`).
 
     Parameters
     ----------
@@ -385,7 +425,8 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
     categories : sequence
         The public list of categories (not taken from the data: a category that appears
         only in the data would reveal that someone has it).
-    epsilon : float
+    noise, epsilon, delta, rho
+        As for :func:`histogram` (each record is in one cell: sensitivity 1).
     other : bool, optional
         Count values outside ``categories`` (and missing values) in one extra cell at the end.
         By default such values are an error, raised before anything is charged.
@@ -406,9 +447,10 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
     (4,)
     """
     func = "count_categories"
-    eps, scale, rel = _prepare(func, epsilon, accountant, rng, threads, postprocess, total)
+    m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
+                      total)
     counts = category_counts(values, categories, other, func, rel.threads)
-    return _release(counts, scale, rel, postprocess, total)
+    return _release(counts, m, rel, postprocess, total)
 
 
 def category_counts(values: "ArrayLike", categories: Any, other: object, func: str,
@@ -436,21 +478,27 @@ def category_counts(values: "ArrayLike", categories: Any, other: object, func: s
 
 if TYPE_CHECKING:
     @overload
-    def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+    def noisy_counts(counts: ArrayLike, *, noise: _Noise = "laplace",
+                     epsilon: float | None = None, delta: float | None = None,
+                     rho: float | None = None, sensitivity: float = 1,
                      out: _Out, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: Literal["clip"] | None = None,
                      progress: bool | None = None,
                      durability: Literal["process", "power"] = "process") -> _Out: ...
     @overload
-    def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+    def noisy_counts(counts: ArrayLike, *, noise: _Noise = "laplace",
+                     epsilon: float | None = None, delta: float | None = None,
+                     rho: float | None = None, sensitivity: float = 1,
                      out: None = None, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: _Named = None,
                      progress: bool | None = None,
                      durability: Literal["process", "power"] = "process") -> NDArray[Any]: ...
     @overload
-    def noisy_counts(counts: ArrayLike, *, epsilon: float, sensitivity: float = 1,
+    def noisy_counts(counts: ArrayLike, *, noise: _Noise = "laplace",
+                     epsilon: float | None = None, delta: float | None = None,
+                     rho: float | None = None, sensitivity: float = 1,
                      out: None = None, accountant: AccountantLike | None = None,
                      rng: RngLike = None, threads: int | None = None,
                      postprocess: Callable[[NDArray[Any]], _T],
@@ -458,30 +506,41 @@ if TYPE_CHECKING:
                      durability: Literal["process", "power"] = "process") -> _T: ...
 
 
-def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
+def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float | None = None,
+                 delta: float | None = None, rho: float | None = None, sensitivity: float = 1,
                  out: "NDArray[Any] | None" = None, accountant: "AccountantLike | None" = None,
                  rng: "RngLike" = None, threads: int | None = None,
                  postprocess: "_Postprocess" = None, progress: bool | None = None,
                  durability: str = "process") -> Any:
-    """noisy_counts(counts, *, epsilon, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None, durability="process")
+    """noisy_counts(counts, *, noise="laplace", epsilon=None, delta=None, rho=None, sensitivity=1, out=None, accountant=None, rng=None, threads=None, postprocess=None, progress=None, durability="process")
 
     Release counts computed elsewhere: each cell plus Laplace noise of scale
-    ``sensitivity / epsilon``.
+    ``sensitivity / epsilon``, or Gaussian noise (``noise="gaussian"``) of sigma
+    ``sensitivity / sqrt(2 rho)`` or calibrated to (epsilon, delta).
 
     Parameters
     ----------
     counts : array_like, any shape
-        Integer counts get discrete Laplace noise (int64 result); floating counts get grid
-        Laplace noise (float64 result, on the grid of :func:`dpfast.laplace_granularity`).
-        Negative counts are allowed; NaN and infinity are not.
-    epsilon : float
+        Integer counts get discrete Laplace or discrete Gaussian noise (int64 result);
+        floating counts get grid Laplace noise (float64 result, on the grid of
+        :func:`dpfast.laplace_granularity`) or grid Gaussian noise. Negative counts are
+        allowed; NaN and infinity are not.
+    noise, epsilon, delta, rho
+        As for :func:`histogram`: Laplace noise takes ``epsilon``; Gaussian noise takes
+        ``rho`` alone or ``epsilon`` and ``delta``. The whole table is one release: its
+        Gaussian sigma is calibrated once, over the table's l2 ``sensitivity``.
     sensitivity : float, optional
-        L1 sensitivity of the whole table (1 for disjoint cells).
+        Sensitivity of the whole table: in l1 for Laplace noise, in l2 for Gaussian noise
+        (1 for disjoint cells; a record that moves one cell by at most ``s``: ``s`` in
+        both).
     out : ndarray, optional
         Where to write the release: same shape, C-contiguous, int64 or int32 for integer
         counts (float64 for floating ones); may be ``counts`` itself or a ``numpy.memmap``.
         The table is then processed in blocks of ``BLOCK`` cells, so memory stays bounded
         whatever its size; the result equals a one-shot release for the same generator state.
+        A release into a file keeps its noise and cost in its journal: an interrupted
+        release is completed only by a call with the same noise, privacy parameters and
+        sensitivity, under the journal's key (the same noise, cell for cell).
     accountant, rng, threads
         As for :func:`dpfast.laplace_mechanism`.
     postprocess : {None, "clip", "consistent"} or callable, optional
@@ -509,7 +568,8 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
     (2, 2)
     """
     func = "noisy_counts"
-    eps = _v.check_epsilon(epsilon, func)
+    if epsilon is not None:
+        _v.check_epsilon(epsilon, func)         # first, as before Gaussian noise
     d = _v.check_sensitivity(sensitivity, func)
     _check_postprocess(postprocess, func)
     if progress is not None:
@@ -521,10 +581,7 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
         is_int = False
     else:
         src, is_int = _v.check_data(src, "counts", func)   # converts or raises
-    if is_int:
-        scale = _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE)
-    else:
-        scale = _v.check_mechanism_scale(d, eps, func)
+    m = counting_measure(func, noise, epsilon, delta, rho, d, is_int)
     dst = _check_out(out, src, is_int, postprocess, func)
     if dst is not src and np.shares_memory(src, dst) and not _same_buffer(src, dst):
         raise ValueError(f"The 'out' parameter of {func} overlaps 'counts' without being the "
@@ -541,19 +598,23 @@ def noisy_counts(counts: "ArrayLike", *, epsilon: float, sensitivity: float = 1,
     if durability not in DURABILITY:
         raise ValueError(f"The 'durability' parameter of {func} must be one of "
                          f"{', '.join(map(repr, DURABILITY))}. Got {durability!r} instead.")
-    journal = Journal.for_release(dst, {"func": func, "source": _source(src, dst),
-                                        "epsilon": eps, "sensitivity": d, "clip": clip,
-                                        "block": BLOCK}, durability)
+    params = {"func": func, "source": _source(src, dst), "epsilon": m.epsilon,
+              "sensitivity": d, "clip": clip, "block": BLOCK}
+    if isinstance(m.noise, Gaussian):
+        # The noise and the whole cost, so that a resume makes the same noise at the same
+        # cost (a Laplace journal is as it always was: its epsilon says it all).
+        params.update(noise="gaussian", sigma=m.noise.sigma, delta=m.delta, rho=m.rho)
+    journal = Journal.for_release(dst, params, durability)
     if journal is None:
-        _check_counts_fit(src, dst, is_int, scale, func)
+        _check_counts_fit(src, dst, is_int, m.noise, func)
         bar = _progress_bar(dst.size, progress)      # a missing tqdm fails before the charge
-        release(func, accountant, eps, 0.0, rng, threads, dst.size, _noise_blocks, src, dst,
-                scale, clip, bar, None)
+        release(func, accountant, m.epsilon, m.delta, rng, threads, dst.size, _noise_blocks,
+                src, dst, m.noise, clip, bar, None, rho=m.rho)
     else:
         try:
-            sums = _check_counts_fit(src, dst, is_int, scale, func, checksums=True)
-            _release_into_file(func, journal, accountant, eps, rng, threads, src, dst, scale,
-                               clip, progress, sums)
+            sums = _check_counts_fit(src, dst, is_int, m.noise, func, checksums=True)
+            _release_into_file(func, journal, accountant, m, rng, threads, src, dst, clip,
+                               progress, sums)
         finally:
             journal.close()
     if out is None and postprocess not in (None, "clip"):
@@ -591,9 +652,9 @@ def _source(src: "NDArray[Any]", dst: "NDArray[Any]") -> object:
 
 
 def _release_into_file(func: str, journal: Journal, accountant: "AccountantLike | None",
-                       eps: float, rng: "RngLike", threads: int | None, src: "NDArray[Any]",
-                       dst: "NDArray[Any]", scale: float, clip: bool,
-                       progress: bool | None, sums: "list[str]") -> None:
+                       m: Measure, rng: "RngLike", threads: int | None, src: "NDArray[Any]",
+                       dst: "NDArray[Any]", clip: bool, progress: bool | None,
+                       sums: "list[str]") -> None:
     """A release into a file, with its journal (see dpfast.releases.journal): a new one, or
     the completion of an interrupted one under its journal's key, drawing no new noise.
 
@@ -604,10 +665,11 @@ def _release_into_file(func: str, journal: Journal, accountant: "AccountantLike 
     its key (that charge stands: the cells get the noise it paid for). Then the blocks not
     yet done are drawn under the key."""
     in_place = journal.params["source"] == "in place"
-    rel = Release(func, accountant, eps, 0.0, rng, threads, dst.size)
+    rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, dst.size, rho=m.rho)
     if journal.resuming:
         if journal.mismatch():
             raise journal.resume_error(func)
+        _check_same_noise(func, journal)
         released: list[str | None] = list(sums) if in_place else [
             block_sum(dst.reshape(-1)[b * BLOCK:(b + 1) * BLOCK]) if b in journal.done
             else None for b in range(len(sums))]
@@ -628,13 +690,33 @@ def _release_into_file(func: str, journal: Journal, accountant: "AccountantLike 
     except BaseException:
         journal.abandon()
         raise
-    _noise_blocks(key, rel.threads, src, dst, scale, clip, bar, journal)
+    _noise_blocks(key, rel.threads, src, dst, m.noise, clip, bar, journal)
+
+
+# What a Gaussian release's journal records of its noise and cost, beyond the keys every
+# journal compares on resuming (absent from a Laplace release's journal).
+_NOISE_KEYS = ("noise", "sigma", "delta", "rho")
+
+
+def _check_same_noise(func: str, journal: Journal) -> None:
+    """Refuse, before the charge, to complete an interrupted release with other noise or at
+    another cost than it started with: the cells already released carry its noise, and the
+    rest must get the same noise under the same key, paid for at the same cost. (A sigma
+    that differs for the same parameters means another dpfast calibrated it.)"""
+    for k in _NOISE_KEYS:
+        was, now = journal.state.get(k), journal.params.get(k)
+        if was != now:
+            raise ValueError(
+                f"The file {journal.params['file']!r} holds an interrupted {func} release "
+                f"made with other noise or privacy parameters ({k}={was!r}; this call: "
+                f"{now!r}). Call {func} again with the arguments of that release (and the "
+                "same dpfast) to complete it; nothing was charged.")
 
 
 def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any]",
-                  dst: "NDArray[Any]", scale: float, clip: bool, bar: Any,
+                  dst: "NDArray[Any]", noise: Laplace | Gaussian, clip: bool, bar: Any,
                   journal: Journal | None) -> None:
-    """dst = src + noise (of scale), BLOCK cells at a time under one key, so that memory stays
+    """dst = src + noise, BLOCK cells at a time under one key, so that memory stays
     bounded and the release equals a one-shot one; clipped at 0 if asked. With a journal
     (``dst`` in a file), each block is recorded as it is done, and an interrupted release
     resumes under the journal's key (``gen`` is then the release's key)."""
@@ -645,7 +727,6 @@ def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any
     else:
         key = gen                      # the release's key, handed out by its charge
     is_int = dst.dtype.kind == "i"
-    noise = Laplace(scale, integer=is_int)
     flat_in = src.reshape(-1) if src.flags.c_contiguous else None
     flat_out = dst.reshape(-1)
     # The kernels read int64/int32/float64 counts and write the same type straight into
@@ -675,7 +756,7 @@ def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any
             else:
                 block = flat_in[start:stop] if flat_in is not None else src.flat[start:stop]
                 base = dest = np.array(block, dtype=work, copy=True)
-            noise.fill(key, threads, dest, base, start // _native.CHUNK)
+            fill_cells(noise, key, threads, dest, base, start // _native.CHUNK)
             if clip:
                 np.maximum(dest, 0, out=dest)
             if not direct:
@@ -721,23 +802,26 @@ def _check_out(out: object, src: "NDArray[Any]", is_int: bool, postprocess: obje
     return out
 
 
-def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool, scale: float,
-                      func: str, checksums: bool = False) -> "list[str]":
+def _check_counts_fit(src: "NDArray[Any]", dst: "NDArray[Any]", is_int: bool,
+                      noise: Laplace | Gaussian, func: str,
+                      checksums: bool = False) -> "list[str]":
     """Reject, block by block (bounded memory), counts that are NaN/inf or too large for
     exact arithmetic, or for the destination once noise is added. With ``checksums``, return
     the checksum of each block of ``BLOCK`` cells (what a journal binds a release to)."""
     limit: float
     if is_int:
-        # |K| <= t (c + 1100 ln 2) + 1 < 763.3 t + 1 (the sampler's deepest binade).
-        limit = 2**62 if dst.dtype == np.int64 else 2**31 - 1 - math.ceil(763.3 * scale + 1)
+        # The noise's bound (int32_limit: the samplers' deepest binade).
+        limit = 2**62 if dst.dtype == np.int64 else int32_limit(noise)
         if limit < 0:
-            raise ValueError(f"The noise scale sensitivity/epsilon = {scale:g} of {func} is "
-                             "too large for an int32 'out' (noise could overflow int32); use "
-                             "an int64 'out'.")
+            what_noise = (f"The noise scale sensitivity/epsilon = {noise.scale:g}"
+                          if isinstance(noise, Laplace) else
+                          f"The Gaussian noise's sigma = {noise.scale:g}")
+            raise ValueError(f"{what_noise} of {func} is too large for an int32 'out' "
+                             "(noise could overflow int32); use an int64 'out'.")
         what = ("|counts| <= 2**62" if dst.dtype == np.int64 else
                 f"|counts| <= {limit} so that counts plus noise fit the int32 'out'")
     else:
-        limit = 2.0**52 * Laplace(scale, integer=False).g
+        limit = 2.0**52 * noise.g
         what = f"finite |counts| <= {limit:g} (exact grid arithmetic)"
     sums = []
     for start, block in zip(range(0, src.size, BLOCK), _blocks(src)):
