@@ -5,7 +5,7 @@ and integer noise is exact discrete Laplace, so outputs do not leak inputs throu
 bits. Mechanisms charge an :class:`Accountant` before drawing.
 """
 from ._native import ChaCha20
-from .accounting import (Accountant, BudgetExceededError, LedgerDamagedError, LedgerError,
+from .accounting import (Accountant, BudgetExceededError, Lease, LedgerDamagedError, LedgerError,
                          default_accountant)
 from .auditing import AuditResult, audit
 from .linear import (
@@ -69,6 +69,7 @@ __all__ = [
     "Sparse",
     "SparseVectorHalted",
     "BudgetExceededError",
+    "Lease",
     "LedgerDamagedError",
     "LedgerError",
     "ChaCha20",

@@ -45,14 +45,15 @@ import contextvars
 import math
 import numbers
 import os
+import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from . import _native
 from . import validation as _v
-from .ledger import (Damaged, HeldSignals, LedgerError, LedgerFile, hold_signals,
-                     release_signals)
+from .ledger import (CHARGE, RETURN, Damaged, HeldSignals, LedgerError, LedgerFile,
+                     hold_signals, release_signals)
 from .zcdp import epsilon_from_rho, rho_from_epsilon_delta
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ if TYPE_CHECKING:
     # Accountant._plan's result: (updates, root, old, new, increase).
     _Plan: TypeAlias = "tuple[list[tuple[_Node, _Cost]], _Node | None, _Cost, _Cost, _Cost]"
 
-__all__ = ["Accountant", "Budget", "BudgetExceededError", "LedgerDamagedError", "LedgerEntry",
-           "LedgerError", "ParallelBlock", "Partition", "default_accountant",
+__all__ = ["Accountant", "Budget", "BudgetExceededError", "Lease", "LedgerDamagedError",
+           "LedgerEntry", "LedgerError", "ParallelBlock", "Partition", "default_accountant",
            "resolve_accountant"]
 
 # Exact amounts are ints in units of 10**-_K (math.inf for an unlimited budget).
@@ -619,7 +620,7 @@ class Accountant:
     >>> acct = dp.Accountant(epsilon=1.0)
     >>> for _ in range(10):
     ...     acct.spend(0.1)
-    >>> acct.spent
+    >>> tuple(acct.spent)
     (1.0, 0.0)
     >>> acct.spend(0.1)
     Traceback (most recent call last):
@@ -630,7 +631,7 @@ class Accountant:
 
     >>> acct = dp.Accountant(epsilon=3.0, group_size=3)
     >>> acct.spend(1.0)
-    >>> acct.spent
+    >>> tuple(acct.spent)
     (3.0, 0.0)
     """
 
@@ -718,6 +719,10 @@ class Accountant:
         self._loss: int = 0
         self._n_inf: int = 0
         self._n_blocks: int = 0
+        # Lease reservations not yet returned: id -> the (group-scaled) amount charged; and
+        # this process's open Lease objects (closed with the accountant).
+        self._leases: dict[str, _Cost] = {}
+        self._lease_objects: weakref.WeakSet[Lease] = weakref.WeakSet()
         self._ledger_file: LedgerFile | None = None
         # Neither groups, advanced composition nor a ledger file: a spend outside blocks is
         # one compiled step.
@@ -740,15 +745,28 @@ class Accountant:
                 file.unlock()
 
     def close(self) -> None:
-        """Close the ledger file's descriptors (nothing to do without a ledger).
+        """Close this process's open leases (each gives back its unspent rest, see
+        :meth:`lease`), then the ledger file's descriptors (nothing more to do without a
+        ledger).
 
         The accountant cannot spend or read its ledger afterwards (:class:`LedgerError`);
         every charge made is already durable. ``with contextlib.closing(acct):`` closes it
-        at the end of a block.
+        at the end of a block. If a lease's return cannot be written, its whole slice stays
+        spent, the rest are still closed, and the first such error is raised at the end.
         """
+        failed: BaseException | None = None
+        for lease in list(self._lease_objects):
+            if lease._pid != os.getpid() or lease._forked:
+                continue                    # a forked child never returns the parent's slice
+            try:
+                lease.close()
+            except Exception as exc:        # that slice stays spent; close the others
+                failed = failed or exc
         if self._ledger_file is not None:
             with self._tally:
                 self._finalizer()
+        if failed is not None:
+            raise failed
 
     @classmethod
     def from_ledger(cls, path: "str | os.PathLike[str]", *,
@@ -777,7 +795,7 @@ class Accountant:
         >>> import os, tempfile, dpfast as dp
         >>> path = os.path.join(tempfile.mkdtemp(), "budget.ledger")
         >>> dp.Accountant(epsilon=2.0, ledger=path).spend(0.5)
-        >>> dp.Accountant.from_ledger(path).remaining
+        >>> tuple(dp.Accountant.from_ledger(path).remaining)
         (1.5, 0.0)
         """
         if type(shared_ledger) is not bool:
@@ -1084,7 +1102,7 @@ class Accountant:
         >>> with acct.parallel() as block:
         ...     for _ in range(100):
         ...         block.spend(1.0)        # 100 disjoint partitions
-        >>> acct.spent, block.cost
+        >>> tuple(acct.spent), block.cost
         ((1.0, 0.0), (1.0, 0.0))
         >>> acct = dp.Accountant(epsilon=1.0)
         >>> with acct.parallel() as block:
@@ -1092,10 +1110,182 @@ class Accountant:
         ...     north = block.partition()   # one partition, two sequential spends
         ...     north.spend(0.25)
         ...     north.spend(0.5)
-        >>> acct.spent
+        >>> tuple(acct.spent)
         (0.75, 0.0)
         """
         return ParallelBlock(self, None, _check_label(label, "Accountant.parallel"))
+
+    # -- leases ----------------------------------------------------------------------
+    def lease(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None, label: str | None = None) -> "Lease":
+        """Reserve a slice of the budget durably once, to spend it in memory (a
+        :class:`Lease`).
+
+        The reservation is one charge (with a ledger file: one durable record, marked as a
+        lease reservation with a random id, made durable before this returns); spends from
+        the lease then cost no file access at all. :meth:`Lease.close` (or the end of
+        ``with acct.lease(...) as lease:``) gives the unspent rest back with one durable
+        return record naming the reservation. If the process dies before that, the whole
+        slice stays spent: a crash never frees budget that may have been used.
+
+        The slice is in the accountant's own currency: ``epsilon`` (and ``delta``) for an
+        (epsilon, delta) accountant, ``rho`` for a zCDP one. It is the amount for one
+        individual: with ``group_size`` k the accountant charges the slice scaled for groups,
+        and the return gives back the scaled slice minus the scaled sum of what was spent
+        (never more), so the lease as a whole is charged exactly as the group-scaled
+        sequential composition of its spends.
+
+        Parameters
+        ----------
+        epsilon : float, optional
+            The epsilon of the slice (an (epsilon, delta) accountant), > 0.
+        delta : float, optional
+            The delta of the slice, in [0, 1) (default 0; 0 for a zCDP accountant).
+        rho : float, optional, keyword-only
+            The rho of the slice (a zCDP accountant), > 0.
+        label : str, optional, keyword-only
+            A name for the reservation and its return in the ledger.
+
+        Returns
+        -------
+        Lease
+
+        Raises
+        ------
+        BudgetExceededError
+            The slice does not fit in what remains; nothing was charged.
+        TypeError, ValueError
+            A bad slice (naming the argument), a slice not in the accountant's currency, or
+            an accountant with ``composition="advanced"`` (whose bound a return would change
+            after the fact); nothing was charged.
+
+        Examples
+        --------
+        >>> import dpfast as dp
+        >>> acct = dp.Accountant(epsilon=1.0)
+        >>> with acct.lease(epsilon=0.5) as lease:
+        ...     for _ in range(100):
+        ...         lease.spend(0.001)
+        >>> tuple(acct.spent)
+        (0.1, 0.0)
+        """
+        func = "Accountant.lease"
+        label = _check_label(label, func)
+        asked: tuple[float | None, float, float | None]
+        if self._delta_prime is not None:
+            raise ValueError(
+                f"{func}: an accountant with composition='advanced' cannot lease: its bound "
+                "is over the whole sequence of outermost charges, and a return would change "
+                "one of them after the fact. Use composition='basic' or 'zcdp'. Nothing was "
+                "charged.")
+        if self._zcdp:
+            if epsilon is not None:
+                raise ValueError(
+                    f"The 'epsilon' parameter of {func} does not apply: this accountant holds "
+                    "a rho (zCDP) budget and leases in rho; give rho= (a pure epsilon spend "
+                    "from the lease costs epsilon**2/2 of it). Got "
+                    f"{_shown(epsilon)} instead.")
+            if rho is None:
+                raise TypeError(f"{func} needs rho=, the slice of this zCDP budget to "
+                                "reserve. Got none.")
+            r = _rho_amount(rho, func)
+            if _amount(delta, "delta", func) != 0:
+                raise ValueError(f"The 'delta' parameter of {func} must be 0 for a slice in "
+                                 f"rho. Got {_shown(delta)} instead.")
+            cost: _Cost = (r, 0)
+            asked = (None, 0.0, _float(r))
+        else:
+            if rho is not None:
+                raise ValueError(
+                    f"The 'rho' parameter of {func} does not apply: this accountant holds an "
+                    "(epsilon, delta) budget and leases in epsilon and delta (a spend from the "
+                    f"lease may still state its rho). Got {_shown(rho)} instead.")
+            if epsilon is None:
+                raise TypeError(f"{func} needs epsilon= (and delta=), the slice of the "
+                                "budget to reserve. Got none.")
+            cost = (_amount(epsilon, "epsilon", func), _amount(delta, "delta", func))
+            asked = (_float(cost[0]), _float(cost[1]), None)
+        return Lease(self, cost, asked, label)
+
+    def _reserve_lease(self, cost: "_Cost", asked: "tuple[float | None, float, float | None]",
+                       label: str | None) -> str:
+        """Charge a lease's slice ``cost`` (raw, for one individual: scaled for groups here)
+        as one reservation; its id."""
+        with self._synced():
+            self._usable_for_lease()
+            scaled = self._group(cost)
+            spent = self._tally.spent
+            if not self._within(spent[0] + scaled[0], _add(spent[1], scaled[1])):
+                refusal = self._refusal(asked[0], asked[1], asked[2], scaled, False)
+                raise BudgetExceededError(f"Accountant.lease: {refusal}")
+            lease_id = os.urandom(8).hex()
+            self._write_lease((asked[0], asked[1], label, (), scaled, lease_id, asked[2]),
+                              CHARGE, lease_id)
+            return lease_id
+
+    def _return_lease(self, lease_id: str, reserved: "_Cost", used: "tuple[_Amount, _Amount]",
+                      label: str | None) -> None:
+        """Give back what a lease did not use: its scaled reservation minus the scaled sum
+        of its spends ``used`` (raw), never more; nothing is written when that is zero."""
+        with self._synced():
+            self._usable_for_lease()
+            charged = self._leases.get(lease_id)
+            if charged is None:
+                return                                  # not open here: nothing to give back
+            used_scaled = self._group((int(used[0]), used[1]))
+            credit = (max(charged[0] - used_scaled[0], 0),
+                      0 if isinstance(used_scaled[1], float)
+                      else max(charged[1] - used_scaled[1], 0))
+            if credit == _ZERO:
+                return
+            rest = (reserved[0] - used[0], reserved[1] - used[1])
+            if self._zcdp:
+                record: tuple[object, ...] = (None, 0.0, label, (), (-credit[0], 0),
+                                              lease_id, _float(rest[0]))
+            else:
+                record = (_float(rest[0]), _float(rest[1]), label, (),
+                          (-credit[0], -credit[1]), lease_id, None)
+            self._write_lease(record, RETURN, lease_id)
+
+    def _usable_for_lease(self) -> None:
+        """Refuse a lease's reservation or return where a spend would be refused (lock
+        held)."""
+        if self._tally.foreign:
+            raise RuntimeError(
+                "This Accountant was made in another process and has no ledger file: its "
+                "budget cannot be shared with this forked process. Create it with "
+                "ledger='FILE' to share a budget between processes.")
+        file = self._ledger_file
+        if file is not None and file.damage is not None:
+            raise self._damage_error(*file.damage)
+
+    def _write_lease(self, record: "tuple[object, ...]", kind: str, lease_id: str) -> None:
+        """Make a lease's reservation (``kind`` CHARGE) or return (RETURN: ``record[4]`` is
+        minus what it gives back) durable, then take it in (lock held, as in
+        :meth:`_spend_at`)."""
+        file = self._ledger_file
+        if file is None:
+            self._take_lease(record, kind, lease_id)
+            return
+        charge: _Cost = record[4]  # type: ignore[assignment]
+        spent = self._tally.spent
+        shown = charge if kind == CHARGE else (-charge[0], -charge[1])
+        amounts = (_amount_text(shown[0]), _amount_text(shown[1]),
+                   _amount_text(spent[0] + charge[0], False),
+                   _amount_text(_add(spent[1], charge[1]), False))
+        details = _charge_details(record)
+        details["lease"] = lease_id
+        before = file.count
+        try:
+            file.append(amounts, details, kind)
+        except Damaged as exc:
+            self._tally.spent = self._budget
+            raise self._damage_error(exc.line, exc.what) from None
+        except BaseException:
+            if file.count > before:
+                self._take_lease(record, kind, lease_id)    # durable: taken in, as written
+            raise
+        self._take_lease(record, kind, lease_id)
 
     # -- spending --------------------------------------------------------------------
     def _group(self, cost: "_Cost") -> "_Cost":
@@ -1364,12 +1554,52 @@ class Accountant:
             if isinstance(cost[0], float):
                 file.mark_damaged(charge.line, "an infinite epsilon charge")
                 break
-            self._take(_charge_record(charge.details, (cost[0], cost[1])))
+            lease = charge.details.get("lease")
+            if charge.kind == RETURN:
+                what = self._unsound_return(lease, cost)
+                if what is not None:
+                    file.mark_damaged(charge.line, what)
+                    break
+                record = _charge_record(charge.details, (-cost[0], -cost[1]))
+            else:
+                record = _charge_record(charge.details, (cost[0], cost[1]))
+                if type(lease) is str and lease in self._leases:
+                    file.mark_damaged(charge.line, "a lease reserved twice under one id")
+                    break
+            if type(lease) is str:
+                # A lease's reservation and its return are one unit (whatever unit the
+                # details name): its net charge is what the lease spent.
+                record = (*record[:5], lease, *record[6:])
+            self._take_lease(record, charge.kind, lease if type(lease) is str else None)
             if self._tally.spent != total:
                 file.mark_damaged(charge.line, "the running total does not add up")
                 break
         if file.damage is not None:
             self._tally.spent = self._budget
+
+    def _unsound_return(self, lease: object, credit: "tuple[_Amount, _Amount]") -> str | None:
+        """Why a return record read from the ledger is damage, or None if it is sound: it
+        names a reservation made earlier in this ledger and not yet returned, and gives back
+        at most what that reservation charged."""
+        if self._delta_prime is not None:
+            return "a lease return in a ledger with composition='advanced'"
+        if type(lease) is not str or lease not in self._leases:
+            return ("a return that names no open lease reservation (forged, or a lease "
+                    "returned twice)")
+        reserved = self._leases[lease]
+        if isinstance(credit[1], float) or credit[0] > reserved[0] or credit[1] > reserved[1]:
+            return "a return of more than its lease reserved"
+        return None
+
+    def _take_lease(self, record: "tuple[object, ...]", kind: str, lease: str | None) -> None:
+        """:meth:`_take` a record, keeping the open lease reservations: a charge naming a
+        lease opens it, its return closes it (call with the lock held)."""
+        if lease is not None:
+            if kind == RETURN:
+                del self._leases[lease]
+            else:
+                self._leases[lease] = record[4]  # type: ignore[assignment]
+        self._take(record)
 
     def _refusal(self, epsilon: float | None, delta: float, rho: float | None,
                  charge: "_Cost", in_block: bool) -> BudgetExceededError:
@@ -1512,10 +1742,276 @@ def _check_label(label: object, func: str) -> str | None:
     return label
 
 
+# A zCDP lease's compiled fast path charges a pure epsilon spend its rho: checked epsilons
+# (floats) -> eps**2 / 2 exactly, rounded up; and delta 0 only (a zCDP charge with delta > 0
+# states its rho, and takes the general path). Emptied in place (the tallies hold them).
+_eps_rho_cache: "dict[float, int]" = {}
+_NO_DELTA: "dict[float, int]" = {0.0: 0}
+# A system call each time (glibc caches no pid), so it sees a fork made through libc.
+_getpid = os.getpid
+
+
+class Lease:
+    """A slice of an accountant's budget, reserved durably once and spent in memory.
+
+    Made by :meth:`Accountant.lease`; pass it as ``accountant=`` to any mechanism, or call
+    :meth:`spend` and :meth:`check` as on an :class:`Accountant` (same arguments, same
+    errors: :class:`BudgetExceededError` when the slice cannot pay, nothing charged). The
+    slice is in the accountant's currency (epsilon and delta, or rho for a zCDP accountant)
+    and for one individual (the accountant scales it for groups). A spend costs no file
+    access: the compiled check-and-charge of the accountant's own in-memory path, against the
+    slice.
+
+    :meth:`close`, or the end of ``with acct.lease(...) as lease:``, gives the unspent rest
+    back to the accountant with one durable return record naming the reservation; closing
+    the accountant closes its leases. A lease dropped unclosed, or a process that dies
+    holding one (even by SIGKILL), leaves the whole slice spent: never free.
+
+    Owned state: spends from several threads take turns (one lock); a lease refuses
+    ``copy.copy``, ``copy.deepcopy`` and pickle (``TypeError``: a copy would spend the slice
+    again), and use in a forked child (``RuntimeError``). After :meth:`close` it refuses
+    spends (``RuntimeError``).
+
+    Attributes
+    ----------
+    id : str
+        The reservation's id in the ledger (16 hex digits).
+    label : str or None
+        The label of the reservation.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> lease = acct.lease(epsilon=0.5, label="batch")
+    >>> for _ in range(10):
+    ...     noisy = dp.laplace_mechanism(3.0, sensitivity=1.0, epsilon=0.01,
+    ...                                  accountant=lease)
+    >>> tuple(lease.spent), tuple(acct.spent)
+    ((0.1, 0.0), (0.5, 0.0))
+    >>> lease.close()
+    >>> tuple(acct.spent)
+    (0.1, 0.0)
+    """
+
+    def __init__(self, acct: Accountant, cost: "_Cost",
+                 asked: "tuple[float | None, float, float | None]",
+                 label: str | None) -> None:
+        self._acct = acct
+        self._pid = os.getpid()
+        self._forked = False
+        self._closed = False            # no more spends (under the tally's lock)
+        self._returned = False          # the rest was given back (under _closing)
+        self._closing = threading.Lock()
+        self._reserved = cost
+        self.label = label
+        zcdp = acct._zcdp
+        # The slice's own tally: budget = the slice, in the accountant's currency. Its
+        # compiled spend is the whole check-and-charge of a spend seen before.
+        self._tally: _native.Tally = _native.Tally(
+            cost, _eps_rho_cache if zcdp else _eps_cache, _NO_DELTA if zcdp else _delta_cache)
+        self.id = acct._reserve_lease(cost, asked, label)
+        acct._lease_objects.add(self)
+        _live_leases.add(self)
+
+    # -- owned state -------------------------------------------------------------------
+    def _refuse_copy(self) -> "NoReturn":
+        raise TypeError(
+            "A Lease cannot be copied or pickled: a copy would spend the same reserved slice "
+            "again, unseen by this one. Take another lease (acct.lease(...)) where one is "
+            "needed, in the process that spends it.")
+
+    def __copy__(self) -> "NoReturn":
+        self._refuse_copy()
+
+    def __deepcopy__(self, memo: object) -> "NoReturn":
+        self._refuse_copy()
+
+    def __reduce_ex__(self, protocol: object) -> "NoReturn":
+        self._refuse_copy()
+
+    def __reduce__(self) -> "NoReturn":
+        self._refuse_copy()
+
+    def __getstate__(self) -> "NoReturn":
+        self._refuse_copy()
+
+    def _check_process(self) -> None:
+        if self._forked or _getpid() != self._pid:
+            raise RuntimeError(
+                f"This Lease was taken in process {self._pid} and cannot be used in a forked "
+                "child: the child would spend the same slice again, unseen by the parent. "
+                "Take a new lease in the child (from a ledger-backed accountant).")
+
+    def _check_open(self) -> None:
+        """Refuse a spend from a closed lease (the tally's lock held)."""
+        if self._closed:
+            raise RuntimeError(
+                "This Lease has been closed (by close(), the end of its with block, or its "
+                "accountant's close()): its rest went back to the accountant. Take a new "
+                "lease, or spend on the accountant.")
+
+    # -- spending ----------------------------------------------------------------------
+    def spend(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None, label: object = None) -> None:
+        """Charge (epsilon, delta) (or ``rho``) to the slice, in memory, or raise and charge
+        nothing; the same arguments and errors as :meth:`Accountant.spend`, with
+        :class:`BudgetExceededError` when the slice cannot pay (what remains of it is in the
+        message) and ``RuntimeError`` after :meth:`close` or in a forked child."""
+        # A spend seen before (floats whose exact amounts are cached): one compiled step.
+        # The tally is marked foreign once the lease is closed or forked, which sends every
+        # spend to the general path and its errors.
+        if rho is None and self._pid == _getpid() and self._tally.spend(epsilon, delta, label):
+            return
+        self._spend(epsilon, delta, rho, label, True)
+
+    def check(self, epsilon: float | None = None, delta: float = 0.0, *,
+              rho: float | None = None) -> bool:
+        """True if :meth:`spend` of (epsilon, delta) (or rho) would fit in what remains of
+        the slice; spends nothing (errors as :meth:`spend`)."""
+        return self._spend(epsilon, delta, rho, None, False)
+
+    def _spend(self, epsilon: float | None, delta: float, rho: float | None, label: object,
+               charge: bool) -> bool:
+        func = "Lease.spend" if charge else "Lease.check"
+        e, d = self._acct._request(epsilon, delta, rho, func)
+        self._check_process()
+        tally = self._tally
+        with tally:
+            self._check_open()
+            spent = tally.spent
+            new = (spent[0] + e, spent[1] + d)
+            fits = new[0] <= self._reserved[0] and new[1] <= self._reserved[1]
+            if not charge:
+                return fits
+            if not fits:
+                raise self._refusal(epsilon, delta, rho, e)
+            tally.spent = new
+            tally.records.append((epsilon, delta, label, (), (e, d), None, rho))
+        if self._acct._zcdp and rho is None and type(epsilon) is float:
+            # A checked pure epsilon: its rho, for the compiled path next time.
+            if len(_eps_rho_cache) >= _CACHE_MAX:
+                _eps_rho_cache.clear()
+            _eps_rho_cache[epsilon] = e
+        return True
+
+    def _refusal(self, epsilon: float | None, delta: float, rho: float | None,
+                 e: int) -> BudgetExceededError:
+        """The error for a spend the slice cannot pay (the tally's lock held)."""
+        spent = self._tally.spent
+        if self._acct._zcdp:
+            asked = f"rho={float(rho)!r}" if rho is not None else \
+                f"epsilon={float(epsilon)!r} (rho={_float_up(e)!r})"  # type: ignore[arg-type]
+            left = f"rho={_float(self._reserved[0] - spent[0])!r}"
+            whole = f"rho={_float(self._reserved[0])!r}"
+        else:
+            asked = f"(epsilon={float(epsilon)!r}, delta={float(delta)!r})"  # type: ignore[arg-type]
+            left = (f"(epsilon={_float(self._reserved[0] - spent[0])!r}, "
+                    f"delta={_float(self._reserved[1] - spent[1])!r})")
+            whole = (f"(epsilon={_float(self._reserved[0])!r}, "
+                     f"delta={_float(self._reserved[1])!r})")
+        return BudgetExceededError(
+            f"Lease budget exceeded: spending {asked} needs more than the remaining {left} "
+            f"of this lease's slice of {whole}. Nothing was spent; close the lease and take "
+            "another, or spend on the accountant.")
+
+    # -- closing -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop spending and give the unspent rest of the slice back to the accountant: one
+        durable return record naming the reservation (none when nothing is left). Closing
+        again does nothing; if the return could not be written (the error is raised), the
+        lease stays closed with its whole slice spent, and calling close again retries."""
+        self._check_process()
+        with self._closing:
+            if self._returned:
+                return
+            with self._tally:
+                self._closed = True
+                self._tally.foreign = True          # every spend now takes the general path
+                used = self._tally.spent
+            self._acct._return_lease(self.id, self._reserved, used, self.label)
+            self._returned = True
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc: object) -> "Literal[False]":
+        self.close()
+        return False
+
+    # -- reading -----------------------------------------------------------------------
+    def _reading(self, amount: "tuple[_Amount, _Amount]", down: bool) -> Budget:
+        """An amount of the slice read in each definition (``down``: never overstated)."""
+        acct = self._acct
+        if acct._zcdp:
+            rho = _float(amount[0]) if down else _float_up(amount[0])
+            if down and rho > 0 and _exact(rho) > amount[0]:
+                rho = math.nextafter(rho, 0.0)
+            eps = acct._epsilon_at(_exact(rho)) if rho else 0.0
+            return Budget(eps, acct._read_delta if rho else 0.0, rho)
+        eps, dlt = _float(amount[0]), _float(amount[1])
+        return Budget(eps, dlt, eps * eps / 2 if dlt == 0 else math.inf)
+
+    @property
+    def accountant(self) -> Accountant:
+        """The accountant the slice was reserved from."""
+        return self._acct
+
+    @property
+    def reserved(self) -> Budget:
+        """The slice reserved (for one individual), read in each definition."""
+        return self._reading(self._reserved, False)
+
+    @property
+    def spent(self) -> Budget:
+        """What the lease's spends add up to (``.rho`` of an (epsilon, delta) accountant's
+        lease: that of one pure charge of the sum, an upper bound)."""
+        with self._tally:
+            spent = self._tally.spent
+        return self._reading(spent, False)
+
+    @property
+    def remaining(self) -> Budget:
+        """What remains of the slice (zero once closed: the rest went back)."""
+        with self._tally:
+            if self._closed:
+                return self._reading(_ZERO, True)
+            spent = self._tally.spent
+        left = (self._reserved[0] - spent[0], self._reserved[1] - spent[1])
+        return self._reading(left, True)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the lease is closed (it refuses spends)."""
+        return self._closed
+
+    @property
+    def ledger(self) -> "list[LedgerEntry]":
+        """The lease's spends, as :class:`LedgerEntry` (in memory only: the accountant's
+        ledger records the reservation and the return)."""
+        with self._tally:
+            records = list(self._tally.records)
+        return [LedgerEntry(None if r[0] is None else float(r[0]), float(r[1]), r[2], (),
+                            (_float(r[4][0]), _float(r[4][1])),
+                            r[6] if len(r) > 6 else None)
+                for r in records]
+
+    def __len__(self) -> int:
+        with self._tally:
+            return len(self._tally.records)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (f"<Lease {self.id} ({state}) of {self.reserved!r} from {self._acct!r}: "
+                f"{len(self)} spends>")
+
+
 _stack: "contextvars.ContextVar[tuple[Accountant, ...]]" = contextvars.ContextVar(
     "dpfast_accountant_stack", default=())
 # Accountants held in memory only: a forked child's copies must not spend.
 _in_memory: "weakref.WeakSet[Accountant]" = weakref.WeakSet()
+# Leases alive in this process: a forked child's copies must not spend.
+_live_leases: "weakref.WeakSet[Lease]" = weakref.WeakSet()
 _process_default = Accountant()
 
 
@@ -1523,6 +2019,11 @@ def _after_fork_in_child() -> None:
     global _process_default
     for acct in list(_in_memory):
         acct._tally.foreign = True
+    for lease in list(_live_leases):
+        lease._forked = True
+        lease._tally.foreign = True
+        # The parent's lock may have been held by a thread that does not exist here.
+        lease._closing = threading.Lock()
     # A fresh default accountant: unlimited, recording this process's spends.
     _process_default = Accountant()
 
@@ -1541,19 +2042,20 @@ def default_accountant() -> Accountant:
     return stack[-1] if stack else _process_default
 
 
-#: What ``accountant=`` accepts besides None: an accountant, or a parallel block or a
-#: partition of one (whatever has a ``spend`` that charges a budget).
-AccountantLike = Accountant | ParallelBlock | Partition
+#: What ``accountant=`` accepts besides None: an accountant, a parallel block or a
+#: partition of one, or a lease of one (whatever has a ``spend`` that charges a budget; all
+#: but the accountant have ``_acct``, their accountant).
+AccountantLike = Accountant | ParallelBlock | Partition | Lease
 
 
 def resolve_accountant(accountant: "AccountantLike | None", func: str) -> "AccountantLike":
-    """``accountant`` itself (an :class:`Accountant`, or a :class:`ParallelBlock` or
-    :class:`Partition` of one), or the default one for ``None``; TypeError for anything
-    else."""
+    """``accountant`` itself (an :class:`Accountant`, a :class:`ParallelBlock` or
+    :class:`Partition` of one, or a :class:`Lease` of one), or the default one for
+    ``None``; TypeError for anything else."""
     if accountant is None:
         return default_accountant()
-    if not isinstance(accountant, (Accountant, ParallelBlock, Partition)):
+    if not isinstance(accountant, (Accountant, ParallelBlock, Partition, Lease)):
         raise TypeError(f"The 'accountant' parameter of {func} must be a dpfast.Accountant "
-                        "(or a parallel block or partition of one) or None. "
+                        "(or a parallel block, partition or lease of one) or None. "
                         f"Got {_shown(accountant)} instead.")
     return accountant

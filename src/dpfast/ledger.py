@@ -13,7 +13,13 @@ payload, 8 hex>``. The first record is the budget, ``budget <epsilon> <delta> <g
 <composition> <delta'> v2 <ledger id> <mac>``; every other record is a charge, ``charge <n>
 <epsilon charged> <delta charged> <total epsilon> <total delta> <previous mac> <mac> <JSON
 details>``: charges are numbered from 1, carry the running total after them, and form a hash
-chain (each names the MAC of the record before it, the first the budget record's). A MAC is
+chain (each names the MAC of the record before it, the first the budget record's). A *return*
+record, ``return <n> <epsilon returned> <delta returned> <total epsilon> <total delta>
+<previous mac> <mac> <JSON details>``, is numbered and chained like a charge and lowers the
+running total: it gives back the unspent rest of a lease (:meth:`dpfast.Accountant.lease`), a
+charge whose details carry ``"lease": <id>``, and its details name that id. The accountant
+that reads the ledger checks that a return names a reservation earlier in the same ledger
+that is not yet returned and gives back at most what it reserved; anything else is damage. A MAC is
 HMAC-SHA-256, cut to 128 bits, of the record (with the ledger id) under a key kept in
 ``<ledger>.dpfast-key`` (mode 0600). Amounts are exact decimals (``1e-1`` is one tenth;
 ``inf`` for an unlimited epsilon budget), as the accountant computes them: a charge is what
@@ -25,7 +31,9 @@ its budget record, is seen.
 
 Failing closed. A ledger that is damaged -- a record that fails its checksum or its MAC, is
 cut short, is of an unknown kind or a second budget record, does not continue the chain
-(removed, repeated or reordered records), or carries a running total that does not add up; a
+(removed, repeated or reordered records), carries a running total that does not add up, or
+returns what no lease reserved (a return naming no earlier reservation, a second return of
+one lease, a return of more than was reserved); a
 file shorter than what was already read from it or than its seal -- counts as exhausted:
 :attr:`Accountant.spent` shows the whole budget and every spend raises
 :class:`dpfast.accounting.LedgerDamagedError`, naming the line and what is wrong (never the
@@ -67,6 +75,7 @@ __all__ = ["LedgerFile", "LedgerError", "Damaged", "Charge", "encode", "decode"]
 
 MAGIC = "budget"
 CHARGE = "charge"
+RETURN = "return"           # a lease's unspent rest given back (lowers the running total)
 VERSION = "v2"
 KEY_SUFFIX = ".dpfast-key"
 _KEY_MAGIC = b"dpfast-ledger-key 2 "
@@ -90,13 +99,15 @@ class Damaged(LedgerError):
 
 
 class Charge(NamedTuple):
-    """One charge record as read: its line, number, exact amounts (text) and details."""
+    """One charge (or return) record as read: its line, exact amounts (text), details and
+    kind (:data:`CHARGE`, or :data:`RETURN`: the amounts are given back)."""
     line: int
     epsilon: str
     delta: str
     total_epsilon: str
     total_delta: str
     details: dict[str, Any]
+    kind: str = CHARGE
 
 
 def _crc(payload: bytes) -> str:
@@ -581,7 +592,7 @@ class LedgerFile:
         if kind == MAGIC:
             self.mark_damaged(line, "a second budget record")
             return None
-        if kind != CHARGE:
+        if kind != CHARGE and kind != RETURN:
             self.mark_damaged(line, "a record of an unknown kind")
             return None
         parts = payload.split(" ", 8)
@@ -610,12 +621,14 @@ class LedgerFile:
             self.mark_damaged(line, "the record's details are unreadable")
             return None
         self.lines, self.count, self.last_mac = line, number, parts[7]
-        return Charge(line, parts[2], parts[3], parts[4], parts[5], details)
+        return Charge(line, parts[2], parts[3], parts[4], parts[5], details, kind)
 
-    def append(self, amounts: tuple[str, str, str, str], details: dict[str, Any]) -> None:
+    def append(self, amounts: tuple[str, str, str, str], details: dict[str, Any],
+               kind: str = CHARGE) -> None:
         """Append one charge (its amounts and the running totals after it, exact text) in
         one write, make it durable and seal it; call with the lock held, after
-        :meth:`read_new`.
+        :meth:`read_new`. ``kind`` :data:`RETURN` writes a return record instead (the
+        amounts are given back; the caller has checked it against its reservation).
 
         Raises
         ------
@@ -631,7 +644,9 @@ class LedgerFile:
             self.mark_damaged(self.lines + 1, "bytes were added to the file without its lock")
             raise Damaged(self.path, *self.damage)  # type: ignore[misc]
         number = self.count + 1
-        body = f"{CHARGE} {number} {' '.join(amounts)} {self.last_mac}"
+        if kind != CHARGE and kind != RETURN:
+            raise ValueError(f"LedgerFile.append: unknown record kind {kind!r}")
+        body = f"{kind} {number} {' '.join(amounts)} {self.last_mac}"
         text = _ENCODER.encode(details)
         mac = _mac(self._key, f"{self._id} {body} {text}")
         data = encode(f"{body} {mac} {text}")
