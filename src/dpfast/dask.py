@@ -11,6 +11,12 @@ lives in a Dask collection (larger than memory, on disk, on a cluster):
   partition counts are summed on the workers, and the noise is added where the counts are,
   in one task; only the released table reaches the client, never a record.
 
+Every release takes the noise keywords of its namesake: ``noise="laplace"`` (default) with
+``epsilon=``, or ``noise="gaussian"`` with ``rho=`` (a zCDP cost) or ``epsilon=`` and
+``delta=`` (the tightest sigma for the one release, over its whole l2 sensitivity).
+Integer counts get exact discrete Gaussian noise, cell-addressed like the Laplace noise.
+A release is one charge of its whole cost, on the client.
+
 Release phases (:class:`dpfast._release.Release`). Check: everything that can be checked
 without reading the data (types, parameters, public bins and categories, chunk sizes), the
 accountant, the generator, and whether the budget can pay (if not, nothing is read). Read:
@@ -61,11 +67,25 @@ from ._release import Release
 from .accounting import BudgetExceededError
 from .releases import histograms as _hist
 from .releases import postprocess as _post
-from .releases.cells import noise_scale, noisy_cells
+from .noise import Gaussian, Laplace
+from .releases.cells import counting_measure, int32_limit, noisy_cells
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from .accounting import AccountantLike
     from .rng import RngLike
+
+    class _Cost(Protocol):
+        """What a release charges: a :class:`dpfast.noise.Measure`, or the ``cost`` of a
+        tree's or a hierarchy's params."""
+
+        @property
+        def epsilon(self) -> float | None: ...
+        @property
+        def delta(self) -> float: ...
+        @property
+        def rho(self) -> float | None: ...
 
 try:
     import dask
@@ -128,20 +148,25 @@ class _NpyFile:
         return (_NpyFile, (self.path,))
 
 
-def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
-                 dtype: Any = None, accountant: AccountantLike | None = None,
-                 rng: RngLike = None, check: bool = True) -> da.Array:
-    """noisy_counts(counts, *, epsilon, sensitivity=1, dtype=None, accountant=None, rng=None, check=True)
+def noisy_counts(counts: da.Array, *, noise: str = "laplace", epsilon: float | None = None,
+                 delta: float | None = None, rho: float | None = None,
+                 sensitivity: float = 1, dtype: Any = None,
+                 accountant: AccountantLike | None = None, rng: RngLike = None,
+                 check: bool = True) -> da.Array:
+    """noisy_counts(counts, *, noise="laplace", epsilon=None, delta=None, rho=None, sensitivity=1, dtype=None, accountant=None, rng=None, check=True)
 
     :func:`dpfast.noisy_counts` on a Dask array: each cell plus Laplace noise of scale
-    ``sensitivity / epsilon`` (discrete for integer counts: int64; grid noise for floating
-    ones: float64). Returns a lazy Dask array, chunked along the first axis (blocks are
-    rechunked to span the other axes, so that each block is one run of cells).
+    ``sensitivity / epsilon``, or Gaussian noise (``noise="gaussian"`` with ``rho``, or
+    with ``epsilon`` and ``delta``; ``sensitivity`` is then in l2) -- discrete for integer
+    counts (int64), on a grid for floating ones (float64). Returns a lazy Dask array,
+    chunked along the first axis (blocks are rechunked to span the other axes, so that each
+    block is one run of cells).
 
     ``dtype``: ``numpy.int32`` stores integer releases in half the space (as
     ``dpfast.noisy_counts`` with an int32 ``out``): counts must then stay within
-    ``2**31 - 1 - 764 * scale`` (the noise's bound), which 8- and 16-bit counts always do;
-    wider ones are read to check it.
+    ``2**31 - 1 - 764 t`` (the noise's bound; ``t`` the Laplace scale, or
+    ``floor(sigma) + 1`` for Gaussian noise), which 8- and 16-bit counts always do; wider
+    ones are read to check it.
 
     Every block is read once before the charge, to take its keyed digest: each task checks
     its block against it and refuses a block changed since (see the module). Chunks must
@@ -178,14 +203,14 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
                          f"counts.compute_chunk_sizes() first, or write the counts out. "
                          f"Nothing was read or spent.")
     integer = kind in "iu"
-    scale = noise_scale(epsilon, sensitivity, integer, func)
+    m = counting_measure(func, noise, epsilon, delta, rho, sensitivity, integer)
     check = _v.check_bool(check, "check", func)
-    out_dtype = _out_dtype(dtype, integer, counts.dtype, scale, check, func)
+    out_dtype = _out_dtype(dtype, integer, counts.dtype, m.noise, check, func)
     if counts.size == 0:
         raise ValueError(f"The 'counts' parameter of dpfast.dask.{func} must not be empty.")
     narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
     checked = check and (not integer or counts.dtype.itemsize == 8 or narrow)
-    rel = Release(func, accountant, float(epsilon), 0.0, rng)
+    rel = Release(func, accountant, m.epsilon, m.delta, rng, rho=m.rho)
     _refuse_unaffordable(rel)                      # before the data is read
     if counts.ndim > 1:
         counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
@@ -198,24 +223,28 @@ def noisy_counts(counts: da.Array, *, epsilon: float, sensitivity: float = 1,
     row = math.prod(counts.shape[1:])
     starts = np.concatenate(([0], np.cumsum(counts.chunks[0])[:-1])) * row
     if checked:
-        limit = _int32_limit(scale) if narrow else \
-            float(2**62) if integer else 2.0**52 * _grid(scale)
+        limit = int32_limit(m.noise) if narrow else \
+            float(2**62) if integer else 2.0**52 * m.noise.g
         _check_extremes([s[1] for s in scans], starts, counts.shape, limit, func)
     key = bytes(rel.charge())
     # Real counts not read by the check are checked block by block as they are noised.
     verify = not (integer or checked)
     pieces = [da.from_delayed(dask.delayed(_noisy_block, pure=True)(
-                  b, key, int(start), scale, out_dtype, verify, mac, digest),
+                  b, key, int(start), m.noise, out_dtype, verify, mac, digest),
                   shape=(n,) + counts.shape[1:], dtype=out_dtype)
               for b, start, n, (digest, _) in zip(blocks, starts, counts.chunks[0], scans)]
     return pieces[0] if len(pieces) == 1 else da.concatenate(pieces, axis=0)
 
 
 def _refuse_unaffordable(rel: Release) -> None:
+    """Refuse a release the budget cannot pay before anything is read (ValueError for a
+    cost this accountant cannot take at all: rho alone on an (epsilon, delta) budget)."""
     if not rel.affordable():
-        raise BudgetExceededError(f"dpfast.dask.{rel.func} needs epsilon={rel.epsilon!r}, "
-                                  f"more than the accountant has left; nothing was read, "
-                                  f"spent or drawn.")
+        cost = f"epsilon={rel.epsilon!r}" if rel.rho is None else \
+            f"rho={rel.rho!r}" if rel.epsilon is None else \
+            f"epsilon={rel.epsilon!r}, delta={rel.delta!r} (rho={rel.rho!r})"
+        raise BudgetExceededError(f"dpfast.dask.{rel.func} needs {cost}, more than the "
+                                  f"accountant has left; nothing was read, spent or drawn.")
 
 
 def _digest(mac: bytes, block: np.ndarray) -> bytes:
@@ -264,14 +293,8 @@ def _check_extremes(extremes: list[tuple[Any, int, Any, int] | None], starts: An
                                  f"at cell {cell} is beyond that.")
 
 
-def _int32_limit(scale: float) -> int:
-    """The largest |count| whose noisy value surely fits int32 (the noise's bound is
-    763.3 scale + 1, as for dpfast.noisy_counts with an int32 out)."""
-    return 2**31 - 1 - math.ceil(763.3 * scale + 1)
-
-
-def _out_dtype(dtype: Any, integer: bool, counts: np.dtype[Any], scale: float, check: bool,
-               func: str) -> np.dtype[Any]:
+def _out_dtype(dtype: Any, integer: bool, counts: np.dtype[Any], noise: Laplace | Gaussian,
+               check: bool, func: str) -> np.dtype[Any]:
     """int64 / float64, or int32 when asked and possible."""
     default: np.dtype[Any] = np.dtype(np.int64 if integer else np.float64)
     if dtype is None:
@@ -283,9 +306,10 @@ def _out_dtype(dtype: Any, integer: bool, counts: np.dtype[Any], scale: float, c
         raise TypeError(f"The 'dtype' parameter of dpfast.dask.{func} must be None or int64 "
                         f"(int32 for integer counts; float64 for real ones). Got {dtype!r} "
                         f"for counts of dtype {counts} instead.")
-    if _int32_limit(scale) < (2**16 if counts.itemsize <= 2 else 0):
+    if int32_limit(noise) < (2**16 if counts.itemsize <= 2 else 0):
+        what = "noise scale" if isinstance(noise, Laplace) else "Gaussian sigma"
         raise ValueError(f"The 'dtype' parameter of dpfast.dask.{func} cannot be int32 at a "
-                         f"noise scale of {scale:g}: the noise could overflow it.")
+                         f"{what} of {noise.scale:g}: the noise could overflow it.")
     if counts.itemsize >= 4 and not check:
         raise ValueError(f"The 'dtype' parameter of dpfast.dask.{func} can be int32 for "
                          f"{counts} counts only with check=True (they are read to make sure "
@@ -293,12 +317,7 @@ def _out_dtype(dtype: Any, integer: bool, counts: np.dtype[Any], scale: float, c
     return want
 
 
-def _grid(scale: float) -> float:
-    from .samplers import laplace_grid
-    return laplace_grid(scale)[0]
-
-
-def _noisy_block(block: np.ndarray, key: bytes, start: int, scale: float,
+def _noisy_block(block: np.ndarray, key: bytes, start: int, noise: Laplace | Gaussian,
                  dtype: np.dtype[Any], verify: bool, mac: bytes, digest: bytes) -> np.ndarray:
     """One block, its first cell at ``start`` in the whole array (C order): refused if it is
     not the block digested before the charge, else its cells plus their noise."""
@@ -310,26 +329,29 @@ def _noisy_block(block: np.ndarray, key: bytes, start: int, scale: float,
     if verify and not np.all(np.isfinite(block)):
         raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts must not "
                          "contain NaN or infinity.")
-    return noisy_cells(key, start, np.ascontiguousarray(block), scale,
+    return noisy_cells(key, start, np.ascontiguousarray(block), noise,
                        int32=dtype == np.int32)
 
 
 # -- DataFrames: counted on the workers, noised where the counts are ------------------------
 
-def crosstab(frame: Any, columns: Hashable | Sequence[Hashable], *, epsilon: float,
-             keys: Mapping[Hashable, Sequence[Any]], accountant: AccountantLike | None = None,
-             rng: RngLike = None) -> Any:
-    """crosstab(frame, columns, *, epsilon, keys, accountant=None, rng=None)
+def crosstab(frame: Any, columns: Hashable | Sequence[Hashable], *,
+             epsilon: float | None = None, keys: Mapping[Hashable, Sequence[Any]],
+             noise: str = "laplace", delta: float | None = None, rho: float | None = None,
+             accountant: AccountantLike | None = None, rng: RngLike = None) -> Any:
+    """crosstab(frame, columns, *, epsilon=None, keys, noise="laplace", delta=None, rho=None, accountant=None, rng=None)
 
     :func:`dpfast.crosstab` of a Dask DataFrame: a labelled pandas table (a DataFrame for
     two columns, else a Series), the same as ``dpfast.crosstab`` on the whole frame with the
-    same seed. ``keys`` gives every column's public categories (required)."""
+    same seed. ``keys`` gives every column's public categories (required); ``noise``,
+    ``epsilon``, ``delta`` and ``rho`` as for :func:`noisy_counts` (one table: sensitivity
+    1)."""
     from .linear import contingency as _ct
     func = "crosstab"
     names = _ct._check_columns(columns, func)
     cats = _public_keys(frame, names, keys, func)
-    table = _released_counts(func, frame, names, _crosstab_counts, (names, cats), epsilon,
-                             accountant, rng, None)
+    table = _released_counts(func, frame, names, _crosstab_counts, (names, cats), noise,
+                             epsilon, delta, rho, accountant, rng, None)
     return _ct._label(table, tuple(names), _ct._indexes(cats, True))
 
 
@@ -343,18 +365,20 @@ def _crosstab_counts(part: Any, names: list[Hashable],
     return _ct._count_codes(dict(enumerate(codes)), plan, 1)[0]
 
 
-def count_categories(values: Any, categories: Sequence[Any], *, epsilon: float,
-                     other: bool = False, accountant: AccountantLike | None = None,
-                     rng: RngLike = None, postprocess: Any = None) -> Any:
-    """count_categories(values, categories, *, epsilon, other=False, accountant=None, rng=None, postprocess=None)
+def count_categories(values: Any, categories: Sequence[Any], *, noise: str = "laplace",
+                     epsilon: float | None = None, delta: float | None = None,
+                     rho: float | None = None, other: bool = False,
+                     accountant: AccountantLike | None = None, rng: RngLike = None,
+                     postprocess: Any = None) -> Any:
+    """count_categories(values, categories, *, noise="laplace", epsilon=None, delta=None, rho=None, other=False, accountant=None, rng=None, postprocess=None)
 
     :func:`dpfast.count_categories` of a Dask Series (or one-column DataFrame): the same
-    release as on the whole column with the same seed."""
+    release as on the whole column with the same seed (Laplace or Gaussian noise)."""
     func = "count_categories"
     other = _v.check_bool(other, "other", func)
     _hist.category_counts(np.empty(0, dtype=object), categories, other, func, 1)  # checks
     return _released_counts(func, values, None, _category_counts, (list(categories), other),
-                            epsilon, accountant, rng, postprocess)
+                            noise, epsilon, delta, rho, accountant, rng, postprocess)
 
 
 def _category_counts(part: Any, categories: list[Any], other: bool) -> np.ndarray:
@@ -362,22 +386,24 @@ def _category_counts(part: Any, categories: list[Any], other: bool) -> np.ndarra
     return _hist.category_counts(series, categories, other, "count_categories", 1)
 
 
-def histogram(values: Any, bins: Any = 10, *, epsilon: float, range: Any = None,
+def histogram(values: Any, bins: Any = 10, *, noise: str = "laplace",
+              epsilon: float | None = None, delta: float | None = None,
+              rho: float | None = None, range: Any = None,
               accountant: AccountantLike | None = None, rng: RngLike = None,
               postprocess: Any = None) -> tuple[Any, np.ndarray]:
-    """histogram(values, bins=10, *, epsilon, range=None, accountant=None, rng=None, postprocess=None)
+    """histogram(values, bins=10, *, noise="laplace", epsilon=None, delta=None, rho=None, range=None, accountant=None, rng=None, postprocess=None)
 
     :func:`dpfast.histogram` of a Dask Series or 1-D Dask array, with public bins (edges,
     or a number of bins with a public ``range``): ``(counts, edges)``, the same release as
-    on the whole column with the same seed."""
+    on the whole column with the same seed (Laplace or Gaussian noise)."""
     func = "histogram"
     dtype = values.dtype
     if getattr(dtype, "kind", "O") not in "iuf" or not isinstance(dtype, np.dtype):
         raise TypeError(f"The 'values' parameter of dpfast.dask.{func} must hold numeric "
                         f"values (a numpy dtype). Got dtype {dtype} instead.")
     _, edges = _hist.histogram_counts(np.empty(0, dtype=dtype), bins, range, func, 1)
-    return _released_counts(func, values, None, _histogram_counts, (bins, range), epsilon,
-                            accountant, rng, postprocess), edges
+    return _released_counts(func, values, None, _histogram_counts, (bins, range), noise,
+                            epsilon, delta, rho, accountant, rng, postprocess), edges
 
 
 def _histogram_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
@@ -385,14 +411,16 @@ def _histogram_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
     return _hist.histogram_counts(np.asarray(column), bins, range, "histogram", 1)[0]
 
 
-def histogramdd(frame: Any, bins: Any, *, epsilon: float, range: Any = None,
+def histogramdd(frame: Any, bins: Any, *, noise: str = "laplace",
+                epsilon: float | None = None, delta: float | None = None,
+                rho: float | None = None, range: Any = None,
                 accountant: AccountantLike | None = None, rng: RngLike = None,
                 postprocess: Any = None) -> tuple[Any, list[np.ndarray]]:
-    """histogramdd(frame, bins, *, epsilon, range=None, accountant=None, rng=None, postprocess=None)
+    """histogramdd(frame, bins, *, noise="laplace", epsilon=None, delta=None, rho=None, range=None, accountant=None, rng=None, postprocess=None)
 
     :func:`dpfast.histogramdd` of the columns of a Dask DataFrame (or a 2-D Dask array, one
     record per row), with public bins: ``(counts, edges)``, the same release as on all the
-    records with the same seed."""
+    records with the same seed (Laplace or Gaussian noise)."""
     func = "histogramdd"
     dtypes = list(frame.dtypes) if hasattr(frame, "dtypes") else [frame.dtype]
     if not all(getattr(t, "kind", "O") in "iuf" for t in dtypes):
@@ -400,8 +428,8 @@ def histogramdd(frame: Any, bins: Any, *, epsilon: float, range: Any = None,
                         f"columns. Got dtypes {[str(t) for t in dtypes]} instead.")
     dims = len(frame.columns) if hasattr(frame, "columns") else frame.shape[1]
     _, edges = _hist.histogramdd_counts(np.empty((0, dims)), bins, range, func, 1)
-    return _released_counts(func, frame, None, _histogramdd_counts, (bins, range), epsilon,
-                            accountant, rng, postprocess), edges
+    return _released_counts(func, frame, None, _histogramdd_counts, (bins, range), noise,
+                            epsilon, delta, rho, accountant, rng, postprocess), edges
 
 
 def _histogramdd_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
@@ -416,23 +444,28 @@ def _histogramdd_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
                                     "histogramdd", 1)[0]
 
 
-def census_hierarchy(frame: Any, column: Hashable, hierarchy: Any, *, epsilon: float,
-                     split: Sequence[float] | None = None,
-                     accountant: AccountantLike | None = None, rng: RngLike = None) -> Any:
-    """census_hierarchy(frame, column, hierarchy, *, epsilon, split=None, accountant=None, rng=None)
+def census_hierarchy(frame: Any, column: Hashable, hierarchy: Any, *,
+                     epsilon: float | None = None, split: Sequence[float] | None = None,
+                     noise: str = "laplace", delta: float | None = None,
+                     rho: float | None = None, accountant: AccountantLike | None = None,
+                     rng: RngLike = None) -> Any:
+    """census_hierarchy(frame, column, hierarchy, *, epsilon=None, split=None, noise="laplace", delta=None, rho=None, accountant=None, rng=None)
 
     :func:`dpfast.census_hierarchy` of records: ``column`` holds each record's leaf unit
     (an integer code in ``[0, leaves)``, ``leaves`` the length of the hierarchy's last
-    level); the leaves are counted on the workers and the release made on a worker."""
+    level); the leaves are counted on the workers and the release made on a worker. The
+    noise keywords (Laplace with an epsilon split over the levels, or Gaussian with a rho
+    share per level) are those of ``dpfast.census_hierarchy``; the release is charged once,
+    its whole cost."""
     from .linear import hierarchy as _hier
     func = "census_hierarchy"
-    eps = _v.check_epsilon(epsilon, func)
     leaves = _leaf_count(hierarchy, func)
+    params = _hier.hierarchy_params(hierarchy, leaves, epsilon, split, func, noise=noise,
+                                    delta=delta, rho=rho)
     _check_codes_column(frame, column, func)
-    params = _hier.hierarchy_params(hierarchy, leaves, eps, split, func)
     total = _counted(frame, [column], _code_counts, column, leaves, func)
     plan = dask.delayed(_hierarchy_plan)(total, params, func)
-    return _released(func, plan, eps, accountant, rng, _hier.noisy_hierarchy)
+    return _released(func, plan, params.cost, accountant, rng, _hier.noisy_hierarchy)
 
 
 def _hierarchy_plan(total: np.ndarray, params: Any, func: str) -> Any:
@@ -440,26 +473,30 @@ def _hierarchy_plan(total: np.ndarray, params: Any, func: str) -> Any:
     return _hier.hierarchy_plan(total, params, None, func)
 
 
-def tree_mechanism(frame: Any, column: Hashable, leaves: int, *, epsilon: float,
-                   branching: int | None = None, accountant: AccountantLike | None = None,
+def tree_mechanism(frame: Any, column: Hashable, leaves: int, *,
+                   epsilon: float | None = None, branching: int | None = None,
+                   noise: str = "laplace", delta: float | None = None,
+                   rho: float | None = None, accountant: AccountantLike | None = None,
                    rng: RngLike = None) -> Any:
-    """tree_mechanism(frame, column, leaves, *, epsilon, branching=None, accountant=None, rng=None)
+    """tree_mechanism(frame, column, leaves, *, epsilon=None, branching=None, noise="laplace", delta=None, rho=None, accountant=None, rng=None)
 
     :func:`dpfast.tree_mechanism` of records: ``column`` holds each record's leaf (an
     integer code in ``[0, leaves)``, e.g. an age or a binned value); the leaves are counted
-    on the workers and the tree released on a worker."""
+    on the workers and the tree released on a worker. The noise keywords are those of
+    ``dpfast.tree_mechanism`` (Gaussian noise: one sigma over the tree's l2 sensitivity);
+    the release is charged once, its whole cost."""
     from .linear import tree as _tree
     func = "tree_mechanism"
-    eps = _v.check_epsilon(epsilon, func)
     n = _v.check_positive_int(leaves, "leaves", func)
-    _check_codes_column(frame, column, func)
     if n > _tree.MAX_CELLS:
         raise ValueError(f"The 'leaves' parameter of dpfast.dask.{func} must be at most "
                          f"{_tree.MAX_CELLS}. Got {n} instead.")
-    params = _tree.tree_params((n,), True, eps, branching, func)
+    params = _tree.tree_params((n,), True, epsilon, branching, func, noise=noise,
+                               delta=delta, rho=rho)
+    _check_codes_column(frame, column, func)
     total = _counted(frame, [column], _code_counts, column, n, func)
     plan = dask.delayed(_tree.tree_plan)(total, params, func)
-    return _released(func, plan, eps, accountant, rng, _tree.noisy_tree)
+    return _released(func, plan, params.cost, accountant, rng, _tree.noisy_tree)
 
 
 def _code_counts(part: Any, column: Hashable, n: int, func: str) -> np.ndarray:
@@ -539,27 +576,27 @@ def _counted(data: Any, columns: list[Hashable] | None, count: Any, *args: Any) 
 
 
 def _released_counts(func: str, data: Any, columns: list[Hashable] | None, count: Any,
-                     args: tuple[Any, ...], epsilon: float,
-                     accountant: AccountantLike | None, rng: RngLike,
+                     args: tuple[Any, ...], noise: object, epsilon: object, delta: object,
+                     rho: object, accountant: AccountantLike | None, rng: RngLike,
                      postprocess: Any) -> Any:
-    """The common path of the counting releases: the last checks, then :func:`_released`
-    of the counts summed on the workers, noised with discrete Laplace noise."""
+    """The common path of the counting releases: the last checks (the noise and cost of a
+    table of sensitivity 1), then :func:`_released` of the counts summed on the workers,
+    noised with discrete Laplace or discrete Gaussian noise."""
     _hist._check_postprocess(postprocess, func)
-    scale = noise_scale(epsilon, 1, True, func)
+    m = counting_measure(func, noise, epsilon, delta, rho)
     total = _counted(data, columns, count, *args)
-    return _released(func, total, float(epsilon), accountant, rng, _noise_table, scale,
-                     postprocess)
+    return _released(func, total, m, accountant, rng, _noise_table, m.noise, postprocess)
 
 
-def _released(func: str, counted: Any, epsilon: float, accountant: AccountantLike | None,
+def _released(func: str, counted: Any, cost: _Cost, accountant: AccountantLike | None,
               rng: RngLike, noise: Any, *args: Any) -> Any:
     """The release phases of a DataFrame release whose arguments are checked. Check: the
     accountant, the generator, and whether the budget can pay (nothing read if not). Read:
     ``counted`` (a delayed count or plan, whose tasks refuse bad records) computed and kept
     on the workers, every data error raised here. Charge. Draw: ``noise(counts, key,
     threads, *args)`` in one task where the counts are; only its result reaches the
-    client."""
-    rel = Release(func, accountant, epsilon, 0.0, rng)
+    client. ``cost``: the whole release's (epsilon, delta, rho), charged once."""
+    rel = Release(func, accountant, cost.epsilon, cost.delta, rng, rho=cost.rho)
     _refuse_unaffordable(rel)
     counted = _read_before_charge(counted)
     key = bytes(rel.charge())
@@ -589,9 +626,9 @@ def _noised(noise: Any, counted: Any, key: bytes, *args: Any) -> Any:
     return noise(counted, _native.Key.from_bytes(key), 1, *args)
 
 
-def _noise_table(counts: np.ndarray, key: _native.Key, threads: int, scale: float,
-                 postprocess: Any) -> Any:
-    """Exact counts plus discrete Laplace noise under ``key`` (as the single-machine kernel
-    draws them), post-processed."""
-    noisy = noisy_cells(key, 0, np.asarray(counts, dtype=np.int64), scale)
+def _noise_table(counts: np.ndarray, key: _native.Key, threads: int,
+                 noise: Laplace | Gaussian, postprocess: Any) -> Any:
+    """Exact counts plus discrete Laplace or discrete Gaussian noise under ``key`` (as the
+    single-machine kernel draws them), post-processed."""
+    noisy = noisy_cells(key, 0, np.asarray(counts, dtype=np.int64), noise)
     return _post.apply(noisy, postprocess) if postprocess is not None else noisy
