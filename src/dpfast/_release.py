@@ -13,8 +13,15 @@ Every release moves through three phases, in this order and once each:
    release (an interrupted file release, under its journal's key) is charged through
    :meth:`Release.charge_resumed`, which pays unless the ledger proves the interrupted
    charge paid for that very key.
-3. *draw* -- the kernels draw under that key (or, for one-call releases, from the generator
-   the charge unlocked), and the mechanism post-processes.
+3. *draw* -- the kernels draw under that key, and the mechanism post-processes. A release
+   that draws several times (an interactive object's queries, MWEM's rounds) is handed a
+   :class:`Keys` stream by its charge instead: each draw takes the stream's next key.
+
+The noise layer (:mod:`dpfast.noise`) draws only under a :class:`dpfast._native.Key`, and
+keys are made here, after a charge (:meth:`Release.charge`, :func:`release`) or for a raw
+sampler, which charges nothing by contract (:func:`draw`). A kernel given a key draws
+exactly what it drew given the generator the key came from (a kernel call takes one key from
+its generator), so this changed no output.
 
 :func:`release` is the same three phases for a release made of one kernel call, written out
 inline because small calls are dominated by such overheads. No code outside this module
@@ -54,7 +61,37 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["Release", "draw", "release", "key_digest", "ledger_path"]
+__all__ = ["Release", "Keys", "draw", "release", "sampler_keys", "key_digest", "ledger_path"]
+
+
+class Keys:
+    """The keys of one charged release that draws several times: :meth:`next` is a fresh
+    key from the release's generator (what a kernel call given that generator would have
+    taken). Made only after the release's charge; owned by the object that made the
+    release (it refuses copy and pickle)."""
+
+    __slots__ = ("_generator",)
+
+    def __init__(self, generator: ChaCha20) -> None:
+        self._generator = generator
+
+    def next(self) -> _native.Key:
+        """The next key of the release."""
+        return _native.Key(self._generator)
+
+    def coins(self) -> ChaCha20:
+        """The generator itself, for randomized response's coins (uniforms and integers that
+        are not noise: they decide which answer a respondent gives)."""
+        return self._generator
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("A dpfast release's keys are not copied or pickled.")
+
+    def __copy__(self) -> Keys:
+        raise TypeError("A dpfast release's keys are not copied or pickled.")
+
+    def __deepcopy__(self, memo: object) -> Keys:
+        raise TypeError("A dpfast release's keys are not copied or pickled.")
 
 
 class Release:
@@ -169,18 +206,29 @@ def ledger_path(accountant: AccountantLike) -> str | None:
 
 def draw(func: str, rng: RngLike, threads: int | None, size: int,
          kernel: Callable[..., _T], *args: object) -> _T:
-    """``kernel(generator, threads, *args)`` for a sampler named ``func`` drawing ``size``
-    elements: ``rng`` and ``threads`` resolved and checked first."""
+    """``kernel(key, threads, *args)`` for a sampler named ``func`` drawing ``size``
+    elements (a raw sampler charges nothing, by contract): ``rng`` and ``threads`` resolved
+    and checked first, then one key drawn from the generator."""
     gen = resolve_rng(rng, func)
-    return kernel(gen, resolve_threads(threads, func, size), *args)
+    nthreads = resolve_threads(threads, func, size)
+    return kernel(_native.Key(gen), nthreads, *args)
+
+
+def sampler_keys(func: str, rng: RngLike) -> Keys:
+    """A :class:`Keys` stream for a sampler named ``func`` that draws several times and
+    charges nothing, by contract (an auditor's runs: :func:`dpfast.mechanisms.sparse_vector.
+    sample_runs`)."""
+    return Keys(resolve_rng(rng, func))
 
 
 def release(func: str, accountant: AccountantLike | None, epsilon: float | None,
             delta: float, rng: RngLike, threads: int | None, size: int,
-            kernel: Callable[..., _T], *args: object, rho: float | None = None) -> _T:
+            kernel: Callable[..., _T], *args: object, rho: float | None = None,
+            keys: bool = False) -> _T:
     """Charge (``epsilon``, ``delta``) (stating ``rho``, the zCDP cost, where known; see
     :meth:`dpfast.Accountant.spend`) to ``accountant`` (None: the default one), then return
-    ``kernel(generator, threads, *args)``.
+    ``kernel(key, threads, *args)``, ``key`` the release's key drawn after the charge (with
+    ``keys``, a :class:`Keys` stream instead, for a kernel that draws several times).
 
     Every argument of the mechanism ``func`` must already be checked and its output
     allocated: after the charge nothing may fail for bad input. ``size`` is the number of
@@ -196,4 +244,4 @@ def release(func: str, accountant: AccountantLike | None, epsilon: float | None,
         acct.spend(epsilon, delta, label=func)
     else:
         acct.spend(epsilon, delta, rho=rho, label=func)
-    return kernel(gen, nthreads, *args)
+    return kernel(Keys(gen) if keys else _native.Key(gen), nthreads, *args)

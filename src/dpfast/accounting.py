@@ -308,8 +308,8 @@ class Budget(tuple):  # type: ignore[type-arg]
     def delta(self) -> float:
         return float(self[1])
 
-    def __repr__(self) -> str:
-        return f"Budget(epsilon={self[0]!r}, delta={self[1]!r}, rho={self.rho!r})"
+    # Shown as the (epsilon, delta) pair it is (``.rho`` is read by name).
+    __repr__ = tuple.__repr__
 
     def __reduce__(self) -> "tuple[type[Budget], tuple[float, float, float]]":
         return (Budget, (self[0], self[1], self.rho))

@@ -12,11 +12,13 @@ The models are numpy's ``cont()``/``disc()`` (one generic driver every sampler g
 and OpenDP's ``MakeNoise`` (one trait for every noise; a measurement is a noise plus a
 sensitivity): a mechanism is a noise object, a sensitivity, and a release.
 
-A ``source`` is the release's key (:class:`dpfast._native.Key`, handed out by
-:meth:`dpfast._release.Release.charge`) or, on the one-call path of
-:func:`dpfast._release.release`, the generator the charge unlocked. :meth:`fill` and
+A ``source`` is a release's key (:class:`dpfast._native.Key`), handed out by
+:mod:`dpfast._release` after the release's charge (:meth:`~dpfast._release.Release.charge`,
+:func:`~dpfast._release.release`, a :class:`~dpfast._release.Keys` stream) or to a raw
+sampler (:func:`~dpfast._release.draw`, which charges nothing by contract); anything else
+is refused (TypeError), so no code draws noise from a generator directly. :meth:`fill` and
 :meth:`scalar` follow the kernel convention of :mod:`dpfast._release`,
-``kernel(source, threads, *args)``, so a bound method is passed to ``release`` as its kernel.
+``kernel(key, threads, *args)``, so a bound method is passed to ``release`` as its kernel.
 
 Every release that adds noise draws it here. Not here, because they are not additive noise:
 the selection kernels (``noisy_argmax``, ``noisy_top_k`` and ``exponential_mechanism`` in
@@ -43,7 +45,7 @@ from .zcdp import rho_from_epsilon, rho_from_epsilon_delta, rho_gaussian
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    _Source = _native.ChaCha20 | _native.Key
+    _Source = _native.Key
 
 __all__ = ["Laplace", "Gaussian", "Measure", "NOISES", "measure", "gaussian_sigma_for",
            "laplace", "laplace_scalar_kernel"]
@@ -58,6 +60,13 @@ def _check_scale(scale: float, name: str) -> float:
         raise ValueError(f"The '{name}' of a noise must be finite and > 0. Got {scale!r} "
                          "instead.")
     return s
+
+
+def _keyed(source: object) -> None:
+    """Refuse anything but a release's key (see the module notes)."""
+    if type(source) is not _native.Key:
+        raise TypeError("dpfast.noise draws only under a release's key (made after the "
+                        f"release's charge), not a {type(source).__name__}.")
 
 
 def _check_beta(beta: float) -> float:
@@ -157,8 +166,8 @@ class Laplace:
 
         Parameters
         ----------
-        source : dpfast._native.Key or dpfast._native.ChaCha20
-            The release's key, or the generator of a one-call release.
+        source : dpfast._native.Key
+            The release's key.
         threads : int
             Threads for the kernel.
         out : ndarray
@@ -175,6 +184,7 @@ class Laplace:
         ndarray
             ``out``.
         """
+        _keyed(source)
         if self.integer and out.dtype != np.float64:
             return _native.fill_discrete_laplace(source, threads, out, self.t,
                                                  base, chunk0)
@@ -193,6 +203,7 @@ class Laplace:
     def scalar(self, source: _Source, threads: int,
                base: int | float | None = None) -> int | float:
         """``base + noise`` for one value (an int for integer noise, a float otherwise)."""
+        _keyed(source)
         if self.integer:
             # An int base for integer noise (the callers' contract; not checked per call).
             return _native.discrete_laplace_scalar(source, threads, self.t,
@@ -278,6 +289,7 @@ class Gaussian:
              base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
         """Write ``base + noise`` (noise alone when ``base`` is None) into ``out`` (int64
         for integer noise, float64 otherwise); arguments as :meth:`Laplace.fill`."""
+        _keyed(source)
         if self.integer:
             return _native.fill_discrete_gaussian(source, threads, out, self.sigma,
                                                   base, chunk0)

@@ -102,7 +102,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
+from .._release import Keys, release
 from ..noise import Laplace
 from . import workloads as _wl
 
@@ -275,7 +275,7 @@ def mwem(counts: ArrayLike, workload: _wl.Workload, *, epsilon: float, rounds: i
     func = "mwem"
     plan = _plan(counts, workload, epsilon, rounds, total, average, measure, func)
     return release(func, accountant, plan.epsilon, 0.0, rng, threads, plan.draws, _run,
-                   plan)
+                   plan, keys=True)
 
 
 def mwem_error_bound(n: float, n_cells: int, n_queries: int, *, epsilon: float,
@@ -407,16 +407,16 @@ def _check_grid(value: float, g: float, what: str, func: str) -> None:
                          f"number of rounds). Got {value!r} instead.")
 
 
-# -- the release: a kernel(generator, threads, plan) -----------------------------------
+# -- the release: a kernel(keys, threads, plan) -----------------------------------
 
 
 class _State(Protocol):
     """What a round works on: ``_Queries`` (measure="queries") or ``_Tables``."""
 
-    def select(self, gen: _native.ChaCha20, threads: int) -> int:
+    def select(self, keys: Keys, threads: int) -> int:
         """A private selection, given the current ``x_hat``."""
 
-    def measure(self, gen: _native.ChaCha20, threads: int, i: int) -> NDArray[np.float64]:
+    def measure(self, keys: Keys, threads: int, i: int) -> NDArray[np.float64]:
         """The noisy answer(s) of what ``i`` selects."""
 
     def update(self, i: int, value: NDArray[np.float64]) -> None:
@@ -426,18 +426,18 @@ class _State(Protocol):
         """``x_hat`` over the cells (flat)."""
 
 
-def _run(gen: _native.ChaCha20, threads: int, plan: _Plan) -> MWEMRelease:
-    """All rounds of MWEM on a checked plan, drawing from ``gen``."""
-    n = (_noisy_total(gen, threads, plan.total, plan.x) if isinstance(plan.total, Laplace)
+def _run(keys: Keys, threads: int, plan: _Plan) -> MWEMRelease:
+    """All rounds of MWEM on a checked plan, each draw under the release's next key."""
+    n = (_noisy_total(keys, threads, plan.total, plan.x) if isinstance(plan.total, Laplace)
          else plan.total)
     state: _State = _Tables(plan, n) if plan.measure == "tables" else _Queries(plan, n)
     mean = np.zeros(plan.x.size) if plan.average else None
     selected = np.empty(plan.rounds, dtype=np.int64)
     values = []
     for r in range(plan.rounds):
-        i = state.select(gen, threads)
+        i = state.select(keys, threads)
         selected[r] = i
-        values.append(state.measure(gen, threads, i))
+        values.append(state.measure(keys, threads, i))
         state.update(i, values[-1])
         if mean is not None:
             mean += state.histogram()
@@ -470,16 +470,16 @@ class _Measured:
         return out
 
 
-def _noisy_total(gen: _native.ChaCha20, threads: int, noise: Laplace,
+def _noisy_total(keys: Keys, threads: int, noise: Laplace,
                  x: NDArray[np.float64]) -> float:
     """The total of ``x`` with ``noise`` (scale 1 / total_epsilon), at least 1."""
-    return max(noise.scalar(gen, threads, float(x.sum())), 1.0)
+    return max(noise.scalar(keys.next(), threads, float(x.sum())), 1.0)
 
 
-def _choose(gen: _native.ChaCha20, threads: int, plan: _Plan, u: NDArray[np.float64]) -> int:
+def _choose(keys: Keys, threads: int, plan: _Plan, u: NDArray[np.float64]) -> int:
     """The exponential mechanism on utilities ``u`` of sensitivity 1, at ``eps_R / (2T)``."""
     u = np.ascontiguousarray(u, dtype=np.float64)
-    return _native.exponential_mechanism(gen, threads, u, float(u.max()), plan.em_a)
+    return _native.exponential_mechanism(keys.next(), threads, u, float(u.max()), plan.em_a)
 
 
 class _Queries:
@@ -490,14 +490,14 @@ class _Queries:
         self.atoms = _Atoms(plan.x.size, total)
         self.measured = _Measured()
 
-    def select(self, gen: _native.ChaCha20, threads: int) -> int:
+    def select(self, keys: Keys, threads: int) -> int:
         """The exponential mechanism on the errors ``|q . x - q . x_hat|`` of every query."""
-        return _choose(gen, threads, self.plan,
+        return _choose(keys, threads, self.plan,
                        np.abs(self.plan.truth - self.plan.workload.answer(self.histogram())))
 
-    def measure(self, gen: _native.ChaCha20, threads: int, i: int) -> NDArray[np.float64]:
+    def measure(self, keys: Keys, threads: int, i: int) -> NDArray[np.float64]:
         """The query's answer with Laplace noise of scale ``2T / eps_R`` (one value)."""
-        return np.array([self.plan.noise.scalar(gen, threads, float(self.plan.truth[i]))])
+        return np.array([self.plan.noise.scalar(keys.next(), threads, float(self.plan.truth[i]))])
 
     def update(self, i: int, value: NDArray[np.float64]) -> None:
         """``MWEM_PASSES`` passes of the paper's update over every measured query, each
@@ -529,18 +529,18 @@ class _Tables:
         lo, hi = self.marginals.offsets[j], self.marginals.offsets[j + 1]
         return self.plan.truth[lo:hi]
 
-    def select(self, gen: _native.ChaCha20, threads: int) -> int:
+    def select(self, keys: Keys, threads: int) -> int:
         """The exponential mechanism on ``||table_j(x) - table_j(x_hat)||_1`` less the
         expected l1 error of table ``j``'s measurement, ``scale * cells_j``."""
         tables = _wl.marginal_sums(self.xhat, self.marginals.attributes)
         u = [float(np.abs(self.truth(j) - t.ravel()).sum()) - self.plan.scale * t.size
              for j, t in enumerate(tables)]
-        return _choose(gen, threads, self.plan, np.array(u))
+        return _choose(keys, threads, self.plan, np.array(u))
 
-    def measure(self, gen: _native.ChaCha20, threads: int, j: int) -> NDArray[np.float64]:
+    def measure(self, keys: Keys, threads: int, j: int) -> NDArray[np.float64]:
         """Table ``j`` with Laplace noise of scale ``2T / eps_R`` on each cell (flat)."""
         base = self.truth(j)
-        return self.plan.noise.fill(gen, threads, np.empty(base.size), base)
+        return self.plan.noise.fill(keys.next(), threads, np.empty(base.size), base)
 
     def update(self, j: int, value: NDArray[np.float64]) -> None:
         """Fit ``x_hat`` to table ``j``'s measurements: their mean, each cell at least

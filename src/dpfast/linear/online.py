@@ -60,7 +60,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._owned import Owned
-from .._release import release
+from .._release import Keys, release
 from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise
 from ..noise import Laplace
 from ..rng import resolve_threads
@@ -160,8 +160,9 @@ class PrivateMultiplicativeWeights(Owned):
             _v.check_noise_scale(1.0 / eps_total, names, func), integer=False)
         _v.check_threads(threads, func)
         n: float
-        self._gen, n, self._threshold_noise = release(
-            func, accountant, eps, 0.0, rng, threads, 1, _start, noise, x, total_from)
+        self._keys, n, self._threshold_noise = release(
+            func, accountant, eps, 0.0, rng, threads, 1, _start, noise, x, total_from,
+            keys=True)
         self._epsilon, self._alpha, self._updates, self._total = eps, a, c, n
         self._shares, self._total_epsilon = split, eps_total
         self._eps = (rest * split[0], rest * split[1], rest * split[2])
@@ -299,14 +300,14 @@ class PrivateMultiplicativeWeights(Owned):
     def _first_above(self, errors: NDArray[np.float64]) -> int | None:
         """The first of these errors above the noisy threshold (fresh noise), or None."""
         threads = resolve_threads(self._threads, self._func, max(errors.size, 1))
-        noisy = self._noise.draw(self._gen, threads, errors, self._noise.queries)
+        noisy = self._noise.draw(self._keys, threads, errors, self._noise.queries)
         above = np.flatnonzero(noisy >= self._threshold_noise[0] + self.threshold)
         return int(above[0]) if above.size else None
 
     def _measure_and_update(self, row: NDArray[np.float64], truth: float,
                             synth: float) -> float:
         """Measure a query, step ``x_hat`` towards the measurement, return it."""
-        measured = self._measure.scalar(self._gen, 1, truth)
+        measured = self._measure.scalar(self._keys.next(), 1, truth)
         # Counted before anything uses it, and the new histogram put in place in one step:
         # an interruption between the two can only over-count (the safe side), never leave
         # a measurement in x_hat that the update limit did not see.
@@ -323,15 +324,15 @@ class PrivateMultiplicativeWeights(Owned):
                 f"{self.updates_used}/{self.updates}{', halted' if self.halted else ''})")
 
 
-def _start(gen: _native.ChaCha20, threads: int, noise: _Noise, x: NDArray[np.float64],
-           total: float | Laplace) -> tuple[_native.ChaCha20, float, NDArray[Any]]:
+def _start(keys: Keys, threads: int, noise: _Noise, x: NDArray[np.float64],
+           total: float | Laplace) -> tuple[Keys, float, NDArray[Any]]:
     """The release's kernel: the total (public, or measured and at least 1), the threshold
-    noise, and the generator the object keeps."""
+    noise, and the keys the object keeps for its queries."""
     if isinstance(total, Laplace):
-        n = max(total.scalar(gen, threads, float(x.sum())), 1.0)
+        n = max(total.scalar(keys.next(), threads, float(x.sum())), 1.0)
     else:
         n = total
-    return gen, n, noise.draw(gen, threads, np.zeros(1), noise.threshold)
+    return keys, n, noise.draw(keys, threads, np.zeros(1), noise.threshold)
 
 
 def _check_counts(counts: ArrayLike, func: str) -> NDArray[np.float64]:

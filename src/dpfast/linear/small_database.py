@@ -81,7 +81,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
+from .._release import Keys, release
 from ..noise import Laplace
 from ..samplers import MAX_DISCRETE_SCALE
 from .workloads import Workload
@@ -328,7 +328,7 @@ def smalldb(counts: ArrayLike, queries: Workload, *, epsilon: float, alpha: floa
     limit = _v.check_positive_int(max_candidates, "max_candidates", func, high=2**62)
     problem = _problem(counts, queries, eps, a, public, limit, func)
     index, used = release(func, accountant, eps, 0.0, rng, threads, problem.candidates.size,
-                          _select, problem)
+                          _select, problem, keys=True)
 
     # Post-processing of the choice.
     database = problem.candidates.counts(np.array([index], dtype=np.int64))[0]
@@ -528,7 +528,7 @@ class _Problem:
         return np.negative(best, out=best)
 
 
-def _select(generator: _native.ChaCha20, threads: int,
+def _select(keys: Keys, threads: int,
             problem: _Problem) -> tuple[int, float]:
     """The release (after the charge): the noisy total if needed, then the exponential
     mechanism over every candidate, block by block. Returns (candidate, total used)."""
@@ -536,7 +536,7 @@ def _select(generator: _native.ChaCha20, threads: int,
     if total is None:
         # total_scale was checked (finite, within the discrete sampler's range) before the
         # charge, so making the noise cannot fail here.
-        noisy = Laplace(problem.total_scale, integer=True).scalar(generator, threads,
+        noisy = Laplace(problem.total_scale, integer=True).scalar(keys.next(), threads,
                                                                   problem.records)
         total = float(max(int(noisy), 0))
     m = problem.candidates.m
@@ -549,7 +549,7 @@ def _select(generator: _native.ChaCha20, threads: int,
         hi = min(lo + SELECT_BLOCK, count)
         u = np.concatenate([problem.utilities(offsets, s, min(s + step, hi))
                             for s in range(lo, hi, step)])
-        score, i = _native.noisy_max_score(generator, threads, u, _native.NOISE_GUMBEL, 0.0,
+        score, i = _native.noisy_max_score(keys.next(), threads, u, _native.NOISE_GUMBEL, 0.0,
                                            problem.inv_scale)
         if score > top:                        # the first block wins a tie
             best, top = lo + i, score

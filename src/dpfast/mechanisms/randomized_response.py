@@ -54,7 +54,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import release
+from .._release import Keys, release
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -335,7 +335,7 @@ def randomized_response(bits: ArrayLike, *, p: float | None = None,
     data = _check_bits(bits, func)
     out = np.empty_like(data)               # a MemoryError here costs no budget
     release(func, accountant, charge, 0.0, rng, threads, data.size, _binary_coins,
-            data.reshape(-1), out.reshape(-1), t, p is not None)
+            data.reshape(-1), out.reshape(-1), t, p is not None, keys=True)
     return out if out.ndim else int(out)
 
 
@@ -344,10 +344,11 @@ def _uniforms(gen: ChaCha20, threads: int, n: int) -> NDArray[np.float64]:
     return _native.fill_uniform(gen, threads, np.empty(n))
 
 
-def _binary_coins(gen: ChaCha20, threads: int, bits: NDArray[np.uint8],
+def _binary_coins(keys: Keys, threads: int, bits: NDArray[np.uint8],
                   out: NDArray[np.uint8], t: float, two_coin: bool) -> None:
     """The responses of randomized_response into out, _CHUNK respondents at a time: a
     first coin U < t for each; with two coins, a second coin for those whose first failed."""
+    gen = keys.coins()
     for start in range(0, bits.size, _CHUNK):
         b = bits[start:start + _CHUNK]
         u = _uniforms(gen, threads, b.size)
@@ -457,14 +458,15 @@ def randomized_response_categorical(values: ArrayLike,
     q = _keep_probability(eps, k)
     out = np.empty_like(codes)
     release(func, accountant, eps, 0.0, rng, threads, codes.size, _categorical_coins, codes,
-            out, q, k)
+            out, q, k, keys=True)
     return out.reshape(shape)
 
 
-def _categorical_coins(gen: ChaCha20, threads: int, codes: NDArray[np.int64],
+def _categorical_coins(keys: Keys, threads: int, codes: NDArray[np.int64],
                        out: NDArray[np.int64], q: float, k: int) -> None:
     """The responses of randomized_response_categorical into out, _CHUNK at a time: keep the
     code when U < q, else report one of the other k - 1 uniformly."""
+    gen = keys.coins()
     integers = np.random.Generator(gen).integers    # exact, from the same ChaCha20 stream
     for start in range(0, codes.size, _CHUNK):
         c = codes[start:start + _CHUNK]

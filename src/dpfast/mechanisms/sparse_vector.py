@@ -63,9 +63,9 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._owned import Owned
-from .._release import release
+from .._release import Keys, release, sampler_keys
 from ..noise import Laplace
-from ..rng import resolve_rng, resolve_threads
+from ..rng import resolve_threads
 from ..samplers import MAX_DISCRETE_SCALE
 
 if TYPE_CHECKING:
@@ -110,15 +110,17 @@ class _Noise:
         """The largest magnitude a value noised at this scale may have."""
         return float(_MAX_INT) if self.discrete else 2.0**52 * self.laplace(scale).g
 
-    def draw(self, gen: _native.ChaCha20, threads: int, base: NDArray[Any],
+    def draw(self, keys: Keys, threads: int, base: NDArray[Any],
              scale: float) -> NDArray[Any]:
-        """``base`` (int64 when discrete, else float64) plus noise of this scale."""
+        """``base`` (int64 when discrete, else float64) plus noise of this scale, under the
+        release's next key."""
         out = np.empty(base.size, np.int64 if self.discrete else np.float64)
-        return self.laplace(scale).fill(gen, threads, out, base)
+        return self.laplace(scale).fill(keys.next(), threads, out, base)
 
-    def draw_one(self, gen: _native.ChaCha20, value: int | float, scale: float) -> int | float:
-        """One value plus noise of this scale (on the calling thread)."""
-        return self.laplace(scale).scalar(gen, 1, int(value) if self.discrete
+    def draw_one(self, keys: Keys, value: int | float, scale: float) -> int | float:
+        """One value plus noise of this scale (on the calling thread), under the release's
+        next key."""
+        return self.laplace(scale).scalar(keys.next(), 1, int(value) if self.discrete
                                           else float(value))
 
 
@@ -212,7 +214,7 @@ class _SparseVector(Owned):
     _threads: int | None
     _scales: tuple[float, ...]
     _limit: float
-    _gen: _native.ChaCha20
+    _keys: Keys
     _threshold: NDArray[Any]            # the noisy threshold: private
 
     def __init__(self, threshold: float, *, epsilon: float, cutoff: int = 1,
@@ -226,8 +228,8 @@ class _SparseVector(Owned):
             threshold, epsilon, cutoff, sensitivity, monotonic, shares, self._default_shares,
             func)
         _v.check_threads(threads, func)
-        self._gen, self._threshold = release(func, accountant, eps, 0.0, rng, threads, 1,
-                                             _start, noise, base)
+        self._keys, self._threshold = release(func, accountant, eps, 0.0, rng, threads, 1,
+                                              _start, noise, base, keys=True)
         self._func, self._noise, self._threads = func, noise, threads
         self._scales = (noise.queries, noise.values) if self._numeric else (noise.queries,)
         self._limit = min(noise.limit(scale) for scale in self._scales)   # |query| at most
@@ -302,7 +304,7 @@ class _SparseVector(Owned):
         v: float = value
         if not abs(v) <= self._limit:                      # also NaN and infinities
             return None
-        above = bool(noise.draw_one(self._gen, v, noise.queries) >= self._threshold[0])
+        above = bool(noise.draw_one(self._keys, v, noise.queries) >= self._threshold[0])
         self._asked += 1
         self._above += above
         return above
@@ -313,7 +315,7 @@ class _SparseVector(Owned):
         noise = self._noise
         base, scalar = _check_values(values, noise, self._scales, "values", self._func)
         threads = resolve_threads(self._threads, self._func, max(base.size, 1))
-        above = noise.draw(self._gen, threads, base, noise.queries) >= self._threshold[0]
+        above = noise.draw(self._keys, threads, base, noise.queries) >= self._threshold[0]
         # Asked: up to the remaining-th above (as _outcomes, for one run).
         hits = np.flatnonzero(above)
         remaining = self._cutoff - self._above
@@ -329,10 +331,11 @@ class _SparseVector(Owned):
                 f"{', halted' if self.halted else ''})")
 
 
-def _start(gen: _native.ChaCha20, threads: int, noise: _Noise,
-           threshold: NDArray[Any]) -> tuple[_native.ChaCha20, NDArray[Any]]:
-    """The release's kernel: the noisy threshold, and the generator the object keeps."""
-    return gen, noise.draw(gen, threads, threshold, noise.threshold)
+def _start(keys: Keys, threads: int, noise: _Noise,
+           threshold: NDArray[Any]) -> tuple[Keys, NDArray[Any]]:
+    """The release's kernel: the noisy threshold, and the keys the object keeps for its
+    queries."""
+    return keys, noise.draw(keys, threads, threshold, noise.threshold)
 
 
 class Sparse(_SparseVector):
@@ -467,7 +470,7 @@ class NumericSparse(_SparseVector):
                 answers, base, _ = self._compare(values)
             chosen = base[answers]
             threads = resolve_threads(self._threads, self._func, max(chosen.size, 1))
-            released = self._noise.draw(self._gen, threads, chosen, self._noise.values) \
+            released = self._noise.draw(self._keys, threads, chosen, self._noise.values) \
                 if chosen.size else chosen.copy()
             return answers, released
         finally:
@@ -491,10 +494,10 @@ def sample_runs(values: ArrayLike, threshold: float, *, epsilon: float, runs: in
     _, c, _, _, _, noise, base_t = _checked(threshold, epsilon, cutoff, sensitivity,
                                             monotonic, shares, Sparse._default_shares, func)
     base_q, _ = _check_values(values, noise, (noise.queries,), "values", func)
-    gen = resolve_rng(rng, func)
+    keys = sampler_keys(func, rng)
     m = base_q.size
-    noisy_t = noise.draw(gen, resolve_threads(threads, func, n), np.repeat(base_t, n),
+    noisy_t = noise.draw(keys, resolve_threads(threads, func, n), np.repeat(base_t, n),
                          noise.threshold)
-    noisy_q = noise.draw(gen, resolve_threads(threads, func, n * m), np.tile(base_q, n),
+    noisy_q = noise.draw(keys, resolve_threads(threads, func, n * m), np.tile(base_q, n),
                          noise.queries).reshape(n, m)
     return _outcomes(noisy_q, noisy_t, c)
