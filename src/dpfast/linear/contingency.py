@@ -5,13 +5,16 @@ Privacy. Categories are public parameters (``keys``): a category taken from the 
 reveal that some record has it, so every column needs its own public list, and a record with
 a value outside its column's list (or a missing value) is an error raised before anything is
 charged, as in :func:`dpfast.count_categories`. A record lies in exactly one cell of a table,
-so one table has l1 sensitivity 1 (:func:`crosstab`: discrete Laplace noise of scale
-``1/epsilon``), and ``m`` tables released together have l1 sensitivity ``m``: every cell of
-every table gets discrete Laplace noise of scale ``m/epsilon`` and the whole release is
-charged ``epsilon`` once (:func:`marginals`). The records are counted by the compiled kernel
+so one table has l1 and l2 sensitivity 1 (:func:`crosstab`: discrete Laplace noise of scale
+``1/epsilon``), and ``m`` tables released together have l1 sensitivity ``m`` and l2
+sensitivity ``sqrt(m)``: every cell of every table gets discrete Laplace noise of scale
+``m/epsilon``, or (``noise="gaussian"``) discrete Gaussian noise of one sigma calibrated to
+``sqrt(m)`` (from ``rho``, or the tightest sigma for this one release at ``epsilon`` and
+``delta``), and the whole release is charged once (:func:`marginals`; the tables are never
+calibrated one by one and composed). The records are counted by the compiled kernel
 (``_native.count_codes``, one pass per table over int64 cell codes), then one kernel call
-adds the noise to all cells; the noise of a cell depends only on the generator state and the
-cell's position, not on ``threads``.
+adds the noise to all cells (through :mod:`dpfast.noise`); the noise of a cell depends only
+on the generator state and the cell's position, not on ``threads``.
 
 Consistency (``method="consistent"``, free post-processing). The noisy tables ``y_T`` are
 replaced by the weighted least-squares fit ``M_T x`` over all histograms ``x`` of the
