@@ -217,18 +217,23 @@ BAD = [(discrete_gaussian_delta, (0.0, 1, 1.0), {}, "sigma", ValueError),
        (discrete_gaussian_delta, (1.0, True, 1.0), {}, "k", TypeError),
        (discrete_gaussian_delta, (1.0, 1, -0.1), {}, "epsilon", ValueError),
        (discrete_gaussian_delta, (1.0, 1, math.nan), {}, "epsilon", ValueError),
-       (gaussian_sigma_for, (0.0, 1.0, 1e-5), {"integer": True}, "sensitivity", ValueError),
+       (gaussian_sigma_for, (0.0, 1.0, 1e-5), {"integer": True}, "l2", ValueError),
+       (gaussian_sigma_for, (1e-310, 1.0, 1e-5), {"integer": False}, "l2", ValueError),
+       (gaussian_sigma_for, (1e200, 1.0, 1e-5), {"integer": True}, "l2", ValueError),
+       (gaussian_sigma_for, (math.nan, 1.0, 1e-5), {"integer": True}, "l2", ValueError),
        (gaussian_sigma_for, (1.0, 0.0, 1e-5), {"integer": True}, "epsilon", ValueError),
        (gaussian_sigma_for, (1.0, 1.0, 0.0), {"integer": True}, "delta", ValueError),
        (gaussian_sigma_for, (1.0, 1.0, 1.0), {"integer": False}, "delta", ValueError),
        (gaussian_sigma_for, (1.0, 1.0, 1e-5), {"integer": 1}, "integer", TypeError),
-       (gaussian_sigma_for, ([1.0], 1.0, 1e-5), {"integer": True}, "sensitivity", TypeError)]
+       (gaussian_sigma_for, ([1.0], 1.0, 1e-5), {"integer": True}, "l2", TypeError),
+       (gaussian_sigma_for, (1.0, 1e-12, 1e-15), {"integer": False},
+        "l2', 'epsilon' and 'delta", ValueError)]
 
 
 @pytest.mark.parametrize("func,args,kwargs,name,exc", BAD,
                          ids=[f"{f.__name__}-{n}-{i}" for i, (f, _, _, n, _) in enumerate(BAD)])
 def test_bad_arguments_name_the_argument(func, args, kwargs, name, exc):
-    with pytest.raises(exc, match=rf"The '{name}' parameter of {func.__name__} must be"):
+    with pytest.raises(exc, match=rf"The '{name}' parameters? of {func.__name__}"):
         func(*args, **kwargs)
 
 

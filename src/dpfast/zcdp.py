@@ -449,6 +449,7 @@ _MAX_FFT = 2**20
 _FFT_SAFETY = 4.0
 # Values of the k-th power of the spectrum below this are flushed to 0 (their error counted).
 _TINY = 1e-250
+_MIN_NORMAL = 2.0**-1022
 
 
 def _fft_error(n: int) -> float:
@@ -751,7 +752,12 @@ def _gaussian_sigma_for(l2: float, eps: float, dlt: float, integer: bool) -> flo
     from .mechanisms.gaussian import gaussian_sigma      # imports dpfast.noise, which imports us
 
     if not integer:
-        return gaussian_sigma(l2, eps, dlt)
+        try:
+            return gaussian_sigma(l2, eps, dlt)
+        except ValueError as exc:                       # its message names gaussian_sigma
+            raise ValueError(
+                f"The 'l2', 'epsilon' and 'delta' parameters of gaussian_sigma_for (l2={l2!r}, "
+                f"epsilon={eps!r}, delta={dlt!r}) admit no analytic calibration: {exc}") from exc
     route = _zcdp_sigma(l2, eps, dlt)
     k = round(l2 * l2)
     if k < 1 or k > 2**31 or abs(l2 * l2 - k) > 1e-9 * k:
@@ -772,7 +778,7 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
     Parameters
     ----------
     l2 : float
-        l2 sensitivity of the released vector, finite and > 0.
+        l2 sensitivity of the released vector, in [2.2e-308, 1e150].
     epsilon : float
         Privacy parameter epsilon of the release, finite and > 0.
     delta : float
@@ -828,7 +834,9 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
     True
     """
     func = "gaussian_sigma_for"
-    l2f = _v.check_sensitivity(l2, func)
+    # A normal float (sigma is computed relative to it), not so large that sigma overflows.
+    l2f = _v.check_real(l2, "l2", func, low=_MIN_NORMAL, low_open=False, high=1e150,
+                        high_open=False)
     eps = _v.check_epsilon(epsilon, func)
     dlt = _check_open_delta(delta, func)
     flag = _v.check_bool(integer, "integer", func)
