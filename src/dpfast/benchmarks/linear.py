@@ -243,50 +243,87 @@ def _has_smartnoise() -> bool:
 
 def marginal_tables(k: int = 2, epsilon: float = 1.0, seeds: int = 5, rounds: int = 30,
                     mwem: bool = True, peers: bool = False,
-                    peer_timeout: float = PEER_TIMEOUT) -> list[dict[str, Any]]:
+                    peer_timeout: float = PEER_TIMEOUT, delta: float = 1e-9,
+                    mwem_seeds: int | None = None) -> list[dict[str, Any]]:
     """All k-way marginals of the Adult table (8 columns): mean over tables of the l1 error
     divided by the number of records, and seconds, for dp.marginals' two methods, MWEM
     (synthetic histogram over the full 8.2 million-cell domain, ``rounds`` rounds) and,
     with ``peers`` and smartnoise-synth installed, its synthesizers (one run each; MWEM
-    with ``iterations=rounds``), all at the same epsilon."""
+    with ``iterations=rounds``), all at the same epsilon.
+
+    dp.marginals also runs with Gaussian noise (discrete Gaussian, one sigma for the whole
+    release's l2 sensitivity sqrt(tables)): at (``epsilon``, ``delta``), the tightest sigma
+    for that one release, each release charged to an accountant holding exactly that
+    budget; and through a rho budget, rho the tight conversion of (``epsilon``, ``delta``)
+    (:func:`dpfast.zcdp.rho_from_epsilon_delta`), each release charged to an accountant
+    holding exactly that rho. Laplace and Gaussian rows use the same seeds (``seeds``
+    releases each; MWEM ``mwem_seeds``, default ``max(1, seeds // 2)``)."""
     from ..linear.workloads import Marginals
+    from ..zcdp import rho_from_epsilon_delta
     cols, keys = adult_table()
     counts = _full_counts(cols, keys)
     work = Marginals(counts.shape, k=k)
     truth = work.answer(counts)
     n = float(counts.sum())
     acct = dp.Accountant()
+    rho = rho_from_epsilon_delta(epsilon, delta)
 
     def l1(answers: np.ndarray) -> float:
         return float(np.abs(answers - truth).sum()) / n / len(work.attributes)
 
+    def flat(tables: dict[Any, Any]) -> np.ndarray:
+        return np.concatenate([np.asarray(t).ravel() for t in tables.values()])
+
     # dp.marginals counts the records itself (one compiled pass per table).
     methods: dict[str, Any] = {
-        f"dp.marginals, method='{m}'": (lambda s, m=m: np.concatenate([
-            np.asarray(t).ravel() for t in dp.marginals(
-                cols, keys=keys, epsilon=epsilon, k=k, method=m, rng=s,
-                accountant=acct).tables.values()]))
+        f"dp.marginals, method='{m}'": (lambda s, m=m: flat(dp.marginals(
+            cols, keys=keys, epsilon=epsilon, k=k, method=m, rng=s,
+            accountant=acct).tables))
         for m in ("independent", "consistent")}
-    methods["dp.marginals, consistent, then .nonnegative()"] = lambda s: np.concatenate([
-        np.asarray(t).ravel() for t in dp.marginals(
-            cols, keys=keys, epsilon=epsilon, k=k, rng=s, accountant=acct).nonnegative().values()])
+    methods["dp.marginals, consistent, then .nonnegative()"] = lambda s: flat(dp.marginals(
+        cols, keys=keys, epsilon=epsilon, k=k, rng=s, accountant=acct).nonnegative())
+    gauss: dict[str, Any] = {"noise": "gaussian", "epsilon": epsilon, "delta": delta}
+    for m in ("independent", "consistent"):
+        methods[f"dp.marginals, noise='gaussian', method='{m}'"] = \
+            lambda s, m=m: flat(dp.marginals(
+                cols, keys=keys, k=k, method=m, rng=s, **gauss,
+                accountant=dp.Accountant(epsilon=epsilon, delta=delta)).tables)
+    methods["dp.marginals, noise='gaussian', consistent, then .nonnegative()"] = \
+        lambda s: flat(dp.marginals(
+            cols, keys=keys, k=k, rng=s, **gauss,
+            accountant=dp.Accountant(epsilon=epsilon, delta=delta)).nonnegative())
+    methods[f"dp.marginals, noise='gaussian', rho={rho:.5g} budget, consistent, then "
+            ".nonnegative()"] = lambda s: flat(dp.marginals(
+                cols, keys=keys, k=k, rng=s, noise="gaussian", rho=rho,
+                accountant=dp.Accountant(rho=rho)).nonnegative())
     if mwem:
         for measure in ("queries", "tables"):
             methods[f"dp.mwem, {rounds} rounds, measure='{measure}'"] = \
                 lambda s, measure=measure: dp.mwem(counts, work, epsilon=epsilon, rounds=rounds,
                                                    measure=measure, rng=s,
                                                    accountant=acct).answers
+    sigma = {"gaussian": dp.marginal_variance(keys, k=k, **gauss, method="independent"),
+             "rho": dp.marginal_variance(keys, k=k, noise="gaussian", rho=rho,
+                                         method="independent")}
+    mwem_runs = max(1, seeds // 2) if mwem_seeds is None else mwem_seeds
     rows = []
     for name, fn in methods.items():
         err, sec = [], []
-        for s in range(seeds if "mwem" not in name else max(1, seeds // 2)):
+        for s in range(seeds if "mwem" not in name else mwem_runs):
             t0 = time.perf_counter()
             answers = fn(s)
             sec.append(time.perf_counter() - t0)
             err.append(l1(answers))
-        rows.append({"case": f"Adult {k}-way marginals", "k": k, "tables": len(work.attributes),
-                     "method": name, "runs": len(err), "l1_per_record": statistics.mean(err),
-                     "seconds": statistics.median(sec)})
+        row = {"case": f"Adult {k}-way marginals", "k": k, "tables": len(work.attributes),
+               "method": name, "runs": len(err), "l1_per_record": statistics.mean(err),
+               "seconds": statistics.median(sec)}
+        if "gaussian" in name:
+            budget = "rho" if "rho=" in name else "gaussian"
+            row.update({"noise": "gaussian", "epsilon": None if budget == "rho" else epsilon,
+                        "delta": None if budget == "rho" else delta,
+                        "rho": rho if budget == "rho" else None,
+                        "sigma": next(iter(sigma[budget].values())) ** 0.5})
+        rows.append(row)
     if peers and _has_smartnoise():
         for synth, kw in SMARTNOISE:
             kw = {**kw, "iterations": rounds} if synth == "mwem" else kw
@@ -306,8 +343,8 @@ def run(quick: bool = False, libraries: bool = True) -> dict[str, Any]:
     quick)."""
     sizes = (2**8, 2**10) if quick else (2**10, 2**16, 2**20)
     runs = {2**8: 5, 2**10: 5} if quick else {2**10: 200, 2**16: 10, 2**20: 3}
-    marg = marginal_tables(2, seeds=2 if quick else 5, rounds=20, mwem=not quick,
-                           peers=libraries and not quick)
+    marg = marginal_tables(2, seeds=2 if quick else 10, rounds=20, mwem=not quick,
+                           peers=libraries and not quick, mwem_seeds=2)
     marg += marginal_tables(3, seeds=2 if quick else 5, mwem=False)
     return {"ranges": ranges(sizes, runs=runs, libraries=libraries), "marginals": marg,
             "tree": tree_speed(2**16 if quick else 2**24, 2 if quick else 5),
@@ -340,17 +377,29 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines += ["", "All k-way marginals of the Adult data (32,561 records; age by decade, workclass, "
               "education, marital-status, occupation, relationship, race, sex), epsilon = 1: "
               "mean over tables of the l1 error divided by the number of records, mean over "
-              "releases, and median seconds per release:", "",
+              "releases, and median seconds per release. Laplace noise unless stated; "
+              "noise='gaussian': discrete Gaussian noise of one sigma for all the tables "
+              "(their l2 sensitivity sqrt(tables)), at (epsilon, delta) = (1, "
+              f"{_gaussian_delta(report['marginals'])}) the tightest sigma for the one "
+              "release, or through the rho budget of the tight conversion of that "
+              "(epsilon, delta):", "",
               "| tables | method | releases | l1 error / records | seconds |",
               "|---|---|---:|---:|---:|"]
     for r in report["marginals"]:
         error = f"{r['l1_per_record']:.4f}" if r["l1_per_record"] is not None \
             else "failed" if r.get("outcome") == "failed" \
             else f"did not finish in {r['timeout']:.0f} s"
-        lines.append(f"| {r['tables']} {r['k']}-way | {r['method']} | {r['runs']} | "
+        name = r["method"] + (f" (sigma {r['sigma']:.2f})" if r.get("sigma") else "")
+        lines.append(f"| {r['tables']} {r['k']}-way | {name} | {r['runs']} | "
                      f"{error} | {r['seconds']:.3f} |")
     lines += _mwem_against_peers(report["marginals"])
     return "\n".join(lines)
+
+
+def _gaussian_delta(rows: list[dict[str, Any]]) -> str:
+    """The delta of the Gaussian (epsilon, delta) rows, as printed ("-" if none)."""
+    deltas = {r["delta"] for r in rows if r.get("noise") == "gaussian" and r.get("delta")}
+    return ", ".join(f"{d:g}" for d in sorted(deltas)) or "-"
 
 
 def _mwem_against_peers(rows: list[dict[str, Any]]) -> list[str]:
