@@ -200,6 +200,35 @@ def test_never_worse_than_the_zcdp_route(l2, epsilon, delta):
         assert discrete_gaussian_delta(sigma, k, epsilon) <= delta
 
 
+def one_cell_delta(sigma, c, epsilon):
+    """Exact delta (float, direct sum) when a neighbour changes one cell by c: loss (c**2 -
+    2 c Z) / (2 sigma**2)."""
+    cut = int(16 * sigma) + 2 * c + 2
+    z = np.arange(-cut, cut + 1, dtype=np.float64)
+    pmf = np.exp(-z * z / (2 * sigma * sigma))
+    pmf /= pmf.sum()
+    loss = (c * c - 2.0 * c * z) / (2 * sigma * sigma)
+    w = np.where(loss > epsilon, -np.expm1(np.minimum(epsilon - loss, 0.0)), 0.0)
+    return float(np.dot(pmf, w))
+
+
+def test_unit_changes_false_covers_a_cell_changing_by_two():
+    """At l2 = 2 the exact calibration assumes four cells changing by 1; one cell changing
+    by 2 (the same l2) then exceeds delta, which is why unit_changes=False exists: it gives
+    the zCDP route, which holds for that shape too."""
+    unit = gaussian_sigma_for(2.0, 0.5, 1e-5, integer=True)
+    assert discrete_gaussian_delta(unit, 4, 0.5) <= 1e-5
+    assert one_cell_delta(unit, 2, 0.5) > 1.003e-5
+    any_shape = gaussian_sigma_for(2.0, 0.5, 1e-5, integer=True, unit_changes=False)
+    assert any_shape == pytest.approx(2.0 / math.sqrt(2 * rho_from_epsilon_delta(0.5, 1e-5)),
+                                      rel=1e-12)
+    assert one_cell_delta(any_shape, 2, 0.5) <= 1e-5
+    assert discrete_gaussian_delta(any_shape, 4, 0.5) <= 1e-5
+    # Continuous noise does not depend on the shape: the flag changes nothing there.
+    assert (gaussian_sigma_for(2.0, 0.5, 1e-5, integer=False, unit_changes=False)
+            == gaussian_sigma(2.0, 0.5, 1e-5))
+
+
 def test_cached_and_fast_to_repeat():
     from dpfast import zcdp
     gaussian_sigma_for(math.sqrt(6), 0.7, 1e-7, integer=True)
@@ -225,6 +254,8 @@ BAD = [(discrete_gaussian_delta, (0.0, 1, 1.0), {}, "sigma", ValueError),
        (gaussian_sigma_for, (1.0, 1.0, 0.0), {"integer": True}, "delta", ValueError),
        (gaussian_sigma_for, (1.0, 1.0, 1.0), {"integer": False}, "delta", ValueError),
        (gaussian_sigma_for, (1.0, 1.0, 1e-5), {"integer": 1}, "integer", TypeError),
+       (gaussian_sigma_for, (1.0, 1.0, 1e-5), {"integer": True, "unit_changes": None},
+        "unit_changes", TypeError),
        (gaussian_sigma_for, ([1.0], 1.0, 1e-5), {"integer": True}, "l2", TypeError),
        (gaussian_sigma_for, (1.0, 1e-12, 1e-15), {"integer": False},
         "l2', 'epsilon' and 'delta", ValueError)]

@@ -747,7 +747,8 @@ def _smallest_sigma(holds: Callable[[float], bool], guess: float, valid: float) 
 
 
 @functools.lru_cache(maxsize=1024)
-def _gaussian_sigma_for(l2: float, eps: float, dlt: float, integer: bool) -> float:
+def _gaussian_sigma_for(l2: float, eps: float, dlt: float, integer: bool,
+                        unit: bool) -> float:
     """gaussian_sigma_for on checked arguments."""
     from .mechanisms.gaussian import gaussian_sigma      # imports dpfast.noise, which imports us
 
@@ -760,7 +761,7 @@ def _gaussian_sigma_for(l2: float, eps: float, dlt: float, integer: bool) -> flo
                 f"epsilon={eps!r}, delta={dlt!r}) admit no analytic calibration: {exc}") from exc
     route = _zcdp_sigma(l2, eps, dlt)
     k = round(l2 * l2)
-    if k < 1 or k > 2**31 or abs(l2 * l2 - k) > 1e-9 * k:
+    if not unit or k < 1 or k > 2**31 or abs(l2 * l2 - k) > 1e-9 * k:
         return route
     # The exact computation for k cells changing by 1, at sensitivity sqrt(k) >= l2 (so never
     # less safe than the sensitivity given); the continuous calibration is the starting guess.
@@ -772,7 +773,8 @@ def _gaussian_sigma_for(l2: float, eps: float, dlt: float, integer: bool) -> flo
     return min(sigma, route)
 
 
-def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool) -> float:
+def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool,
+                       unit_changes: bool = True) -> float:
     """The smallest sigma of one Gaussian release of l2 sensitivity ``l2`` under (epsilon, delta).
 
     Parameters
@@ -786,6 +788,11 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
     integer : bool
         True for exact discrete Gaussian noise ``N_Z(0, sigma**2)`` on integer data (counts),
         False for continuous Gaussian noise.
+    unit_changes : bool
+        For ``integer=True``: True (the default) when a neighbour changes each cell by at
+        most 1 (counts, where a record adds one to each of k cells), which the exact
+        computation assumes; False for any other integer difference of l2 norm at most
+        ``l2`` (a record adding up to 2 to one cell, say), which gets the zCDP route.
 
     Returns
     -------
@@ -794,12 +801,12 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
 
         - ``integer=False``: the analytic Gaussian calibration (Balle & Wang 2018),
           :func:`dpfast.gaussian_sigma` with ``calibration="analytic"``.
-        - ``integer=True`` and ``l2**2`` an integer k (within 1e-9 relative): neighbours
-          differ by +-1 in at most k cells (counts: a histogram k = 1, k marginal tables, a
+        - ``integer=True``, ``unit_changes=True`` and ``l2**2`` an integer k (within 1e-9
+          relative): neighbours differ by +-1 in at most k cells (counts: a histogram k = 1, k marginal tables, a
           tree of height k). The smallest sigma, to a relative 1e-6 from above, whose exact
           delta (:func:`discrete_gaussian_delta`) is at most ``delta``, or the zCDP route's
           sigma if that is smaller.
-        - ``integer=True`` otherwise: the zCDP route, ``l2 / sqrt(2 rho)`` with ``rho =
+        - ``integer=True`` otherwise (or ``unit_changes=False``): the zCDP route, ``l2 / sqrt(2 rho)`` with ``rho =
           rho_from_epsilon_delta(epsilon, delta)`` (the discrete Gaussian costs ``l2**2 / (2
           sigma**2)`` in zCDP exactly like the continuous one).
 
@@ -821,9 +828,11 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
 
     For ``integer=True`` the exact computation assumes each coordinate of a neighbour's
     difference is -1, 0 or 1, as for counts where a record adds one to each of k cells. A
-    release whose records change one cell by more than 1 (weighted counts) is not covered
-    by it (the discrete Gaussian's delta depends on the shape of the difference, not only
-    its l2 norm): pass ``integer=True`` with ``l2**2`` not an integer, or account in zCDP.
+    release whose records change one cell by more than 1 (weighted counts, a sensitivity of
+    2 in one cell) is not covered by it: the discrete Gaussian's delta depends on the shape
+    of the difference, not only on its l2 norm (at sigma 14.06, epsilon 0.5, one cell
+    changing by 2 has delta 1.0035e-5 where four cells changing by 1 have 1e-5). Pass
+    ``unit_changes=False`` for those: the zCDP route holds for every shape.
 
     Examples
     --------
@@ -840,4 +849,7 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
     eps = _v.check_epsilon(epsilon, func)
     dlt = _check_open_delta(delta, func)
     flag = _v.check_bool(integer, "integer", func)
-    return _gaussian_sigma_for(l2f, eps, dlt, flag)
+    unit = _v.check_bool(unit_changes, "unit_changes", func)
+    if flag and not unit:
+        return _gaussian_sigma_for(l2f, eps, dlt, True, False)
+    return _gaussian_sigma_for(l2f, eps, dlt, flag, True)
