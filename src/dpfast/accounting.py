@@ -1859,9 +1859,10 @@ class Lease:
         :class:`BudgetExceededError` when the slice cannot pay (what remains of it is in the
         message) and ``RuntimeError`` after :meth:`close` or in a forked child."""
         # A spend seen before (floats whose exact amounts are cached): one compiled step.
-        # The tally is marked foreign once the lease is closed or forked, which sends every
-        # spend to the general path and its errors.
-        if rho is None and self._pid == _getpid() and self._tally.spend(epsilon, delta, label):
+        # The tally is marked foreign once the lease is closed, and in a forked child by the
+        # fork hook (as an in-memory Accountant's is: no pid system call here, it would
+        # double the cost), which sends every spend to the general path and its errors.
+        if rho is None and self._tally.spend(epsilon, delta, label):
             return
         self._spend(epsilon, delta, rho, label, True)
 
