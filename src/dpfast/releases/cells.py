@@ -27,6 +27,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
+from ..accounting import resolve_accountant
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ..rng import RngLike
 
 __all__ = ["release_key", "noise_scale", "counting_measure", "noisy_cells", "noisy_cells_at",
-           "fill_cells", "int32_limit", "CHUNK"]
+           "fill_cells", "int32_limit", "refuse_unpayable_kind", "CHUNK"]
 
 CHUNK = _native.CHUNK
 
@@ -79,6 +80,15 @@ def noise_scale(epsilon: float, sensitivity: float, integer: bool, func: str) ->
     d = _v.check_sensitivity(sensitivity, func)
     return _v.check_mechanism_scale(d, eps, func, high=MAX_DISCRETE_SCALE if integer else
                                     _v.MAX_SCALE)
+
+
+def refuse_unpayable_kind(func: str, accountant: AccountantLike | None, m: Measure) -> None:
+    """In the check phase, refuse a cost ``accountant`` cannot take at all, whatever it has
+    left: rho alone (a release given in ``rho=``) on an (epsilon, delta) budget (ValueError
+    from the accountant, naming the fix). Whether the budget has room is the charge's to
+    find (BudgetExceededError, nothing drawn)."""
+    if m.epsilon is None:
+        resolve_accountant(accountant, func).check(None, m.delta, rho=m.rho)
 
 
 def int32_limit(noise: Laplace | Gaussian) -> int:

@@ -26,7 +26,7 @@ from .. import validation as _v
 from .._release import Release, ledger_path, release
 from ..noise import Gaussian, Laplace, Measure
 from . import postprocess as _post
-from .cells import counting_measure, fill_cells, int32_limit
+from .cells import counting_measure, fill_cells, int32_limit, refuse_unpayable_kind
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
                       unnamed_file_map)
 
@@ -150,6 +150,8 @@ def _prepare(func: str, noise: object, epsilon: object, delta: object, rho: obje
     counted)."""
     m = counting_measure(func, noise, epsilon, delta, rho)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
+    if m.epsilon is None:
+        rel.affordable()            # rho alone on an (epsilon, delta) budget: refused now
     _check_postprocess(postprocess, func)
     if total is not None:
         if postprocess != "consistent":
@@ -582,6 +584,7 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
     else:
         src, is_int = _v.check_data(src, "counts", func)   # converts or raises
     m = counting_measure(func, noise, epsilon, delta, rho, d, is_int)
+    refuse_unpayable_kind(func, accountant, m)
     dst = _check_out(out, src, is_int, postprocess, func)
     if dst is not src and np.shares_memory(src, dst) and not _same_buffer(src, dst):
         raise ValueError(f"The 'out' parameter of {func} overlaps 'counts' without being the "
@@ -695,7 +698,7 @@ def _release_into_file(func: str, journal: Journal, accountant: "AccountantLike 
 
 # What a Gaussian release's journal records of its noise and cost, beyond the keys every
 # journal compares on resuming (absent from a Laplace release's journal).
-_NOISE_KEYS = ("noise", "sigma", "delta", "rho")
+_NOISE_KEYS = ("noise", "delta", "rho", "sigma")
 
 
 def _check_same_noise(func: str, journal: Journal) -> None:
