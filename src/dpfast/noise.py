@@ -20,18 +20,20 @@ is refused (TypeError), so no code draws noise from a generator directly. :meth:
 :meth:`scalar` follow the kernel convention of :mod:`dpfast._release`,
 ``kernel(key, threads, *args)``, so a bound method is passed to ``release`` as its kernel.
 
-Every release that adds noise draws it here. Not here, because they are not additive noise:
-the selection kernels (``noisy_argmax``, ``noisy_top_k`` and ``exponential_mechanism`` in
-:mod:`dpfast.mechanisms.selection`, MWEM's exponential mechanism, SmallDB's
-``noisy_max_score``) and randomized response's uniforms (``fill_uniform``, which
-:func:`dpfast.uniform` also calls), each still called directly by its module.
+Every release that adds noise draws it here, and this is the only Python module that calls
+the sampling kernels: the selection kernels (:func:`noisy_argmax`, :func:`noisy_top_k`,
+:func:`exponential_mechanism`, :func:`noisy_max_score`) and the uniforms of randomized
+response and :func:`dpfast.uniform` (:func:`uniforms`) are called through the keyed functions
+at the end of this module, which refuse anything but a key like :meth:`Laplace.fill`.
+(Randomized response's categorical answers also draw integers from the release's generator
+through numpy, :meth:`dpfast._release.Keys.coins`: not a kernel of ours.)
 """
 from __future__ import annotations
 
 import functools
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -48,7 +50,8 @@ if TYPE_CHECKING:
     _Source = _native.Key
 
 __all__ = ["Laplace", "Gaussian", "Measure", "NOISES", "measure", "gaussian_sigma_for",
-           "laplace", "laplace_scalar_kernel"]
+           "laplace", "laplace_scalar_kernel", "noisy_argmax", "noisy_top_k",
+           "exponential_mechanism", "noisy_max_score", "uniforms"]
 
 
 def _check_scale(scale: float, name: str) -> float:
@@ -433,3 +436,32 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
     dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
     sigma = gaussian_sigma_for(l2, eps, dlt, integer)
     return Measure(Gaussian(sigma, integer), eps, dlt, _charged_rho(l2, sigma))
+
+
+# -- the other sampling kernels, keyed ------------------------------------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _keyed_kernel(kernel: _F) -> _F:
+    """``kernel(key, threads, *args)``, refusing anything but a release's key (the kernel
+    convention of :mod:`dpfast._release`, so it is passed to ``release`` as a kernel)."""
+    def call(source: object, threads: int, *args: object) -> Any:
+        _keyed(source)
+        return kernel(source, threads, *args)
+    call.__name__ = call.__qualname__ = kernel.__name__
+    call.__doc__ = (f"{kernel.__doc__}\n\n(dpfast._native.{kernel.__name__} under a release's "
+                    "key: anything else is refused.)")
+    return cast("_F", call)
+
+
+#: Report noisy max / one-sided noisy argmax (:mod:`dpfast.mechanisms.selection`).
+noisy_argmax = _keyed_kernel(_native.noisy_argmax)
+#: The k largest noisy scores (Gumbel top-k).
+noisy_top_k = _keyed_kernel(_native.noisy_top_k)
+#: The exponential mechanism by inverse CDF over log-sum-exp (selection, MWEM).
+exponential_mechanism = _keyed_kernel(_native.exponential_mechanism)
+#: The largest noisy score of a block and its index (SmallDB's blocks).
+noisy_max_score = _keyed_kernel(_native.noisy_max_score)
+#: Full-precision uniforms into an array (randomized response's coins, dpfast.uniform).
+uniforms = _keyed_kernel(_native.fill_uniform)

@@ -217,7 +217,7 @@ def uniform(size: _Size | None = None, *, rng: RngLike = None,
     >>> bool(((u > 0) & (u < 1)).all())
     True
     """
-    return _sample("uniform", size, rng, threads, np.float64, _native.fill_uniform)
+    return _sample("uniform", size, rng, threads, np.float64, _noise.uniforms)
 
 
 def laplace_granularity(scale: float) -> float:

@@ -101,6 +101,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .. import _native
+from .. import noise as _noise
 from .. import validation as _v
 from .._release import Keys, release
 from ..noise import Laplace
@@ -479,7 +480,7 @@ def _noisy_total(keys: Keys, threads: int, noise: Laplace,
 def _choose(keys: Keys, threads: int, plan: _Plan, u: NDArray[np.float64]) -> int:
     """The exponential mechanism on utilities ``u`` of sensitivity 1, at ``eps_R / (2T)``."""
     u = np.ascontiguousarray(u, dtype=np.float64)
-    return _native.exponential_mechanism(keys.next(), threads, u, float(u.max()), plan.em_a)
+    return _noise.exponential_mechanism(keys.next(), threads, u, float(u.max()), plan.em_a)
 
 
 class _Queries:

@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _native
+from .. import noise as _noise
 from .. import validation as _v
 from .._release import Keys, release
 from ..noise import Laplace
@@ -549,7 +550,7 @@ def _select(keys: Keys, threads: int,
         hi = min(lo + SELECT_BLOCK, count)
         u = np.concatenate([problem.utilities(offsets, s, min(s + step, hi))
                             for s in range(lo, hi, step)])
-        score, i = _native.noisy_max_score(keys.next(), threads, u, _native.NOISE_GUMBEL, 0.0,
+        score, i = _noise.noisy_max_score(keys.next(), threads, u, _native.NOISE_GUMBEL, 0.0,
                                            problem.inv_scale)
         if score > top:                        # the first block wins a tie
             best, top = lo + i, score

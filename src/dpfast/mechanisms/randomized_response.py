@@ -55,6 +55,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Keys, release
+from .. import noise as _noise
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -339,25 +340,24 @@ def randomized_response(bits: ArrayLike, *, p: float | None = None,
     return out if out.ndim else int(out)
 
 
-def _uniforms(gen: ChaCha20, threads: int, n: int) -> NDArray[np.float64]:
-    """n full-precision uniforms from one kernel call (a fresh key from gen)."""
-    return _native.fill_uniform(gen, threads, np.empty(n))
+def _uniforms(keys: Keys, threads: int, n: int) -> NDArray[np.float64]:
+    """n full-precision uniforms from one kernel call (the release's next key)."""
+    return _noise.uniforms(keys.next(), threads, np.empty(n))
 
 
 def _binary_coins(keys: Keys, threads: int, bits: NDArray[np.uint8],
                   out: NDArray[np.uint8], t: float, two_coin: bool) -> None:
     """The responses of randomized_response into out, _CHUNK respondents at a time: a
     first coin U < t for each; with two coins, a second coin for those whose first failed."""
-    gen = keys.coins()
     for start in range(0, bits.size, _CHUNK):
         b = bits[start:start + _CHUNK]
-        u = _uniforms(gen, threads, b.size)
+        u = _uniforms(keys, threads, b.size)
         if two_coin:
             # First coin: truth with probability p. Only the others need the second coin,
             # so draw it for them alone (a fifth of the respondents at p = 0.8).
             o = b.copy()
             lie = np.flatnonzero(u >= t)
-            o[lie] = _uniforms(gen, threads, lie.size) < t
+            o[lie] = _uniforms(keys, threads, lie.size) < t
         else:
             # Flip when the keep coin fails: XOR with the failure indicator.
             o = b ^ (u >= t).view(np.uint8)
@@ -470,7 +470,7 @@ def _categorical_coins(keys: Keys, threads: int, codes: NDArray[np.int64],
     integers = np.random.Generator(gen).integers    # exact, from the same ChaCha20 stream
     for start in range(0, codes.size, _CHUNK):
         c = codes[start:start + _CHUNK]
-        u = _uniforms(gen, threads, c.size)
+        u = _uniforms(keys, threads, c.size)
         o = c.copy()
         lie = np.flatnonzero(u >= q)
         # j uniform in 0..k-2, skipping the true category: uniform over the other k - 1.

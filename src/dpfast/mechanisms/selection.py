@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _native
+from .. import noise as _noise
 from .. import validation as _v
 from .._release import release
 
@@ -185,7 +186,7 @@ def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 
                          f"{sorted(_NOISE)}. Got {noise!r} instead.")
     eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
     u, umax = _utilities(scores, "scores", func)
-    return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_argmax, u,
+    return release(func, accountant, eps, 0.0, rng, threads, u.size, _noise.noisy_argmax, u,
                    _NOISE[noise], umax, 1.0 / scale)
 
 
@@ -212,7 +213,7 @@ def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float
     func = "permute_and_flip"
     eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
     u, umax = _utilities(utilities, "utilities", func)
-    return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_argmax, u,
+    return release(func, accountant, eps, 0.0, rng, threads, u.size, _noise.noisy_argmax, u,
                    _native.NOISE_EXPONENTIAL, umax, 1.0 / scale)
 
 
@@ -271,7 +272,7 @@ def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: 
         raise ValueError(f"The 'candidates' parameter of {func} must have one element per "
                          f"utility ({u.size}). Got {len(cand)} instead.")
     index = release(func, accountant, eps, 0.0, rng, threads, u.size,
-                    _native.exponential_mechanism, u, umax, 1.0 / scale)
+                    _noise.exponential_mechanism, u, umax, 1.0 / scale)
     return cand[index] if cand is not None else index
 
 
@@ -310,7 +311,7 @@ def top_k(scores: ArrayLike, k: int | np.integer[Any], *, epsilon: float,
                          f"a per-pick noise scale k * scale <= 2**1001. Got k={k!r}, "
                          f"epsilon={epsilon!r}, sensitivity={sensitivity!r} instead.")
     # Each thread keeps its k best in a heap: memory O(k threads), not O(len(scores)).
-    return release(func, accountant, eps, 0.0, rng, threads, u.size, _native.noisy_top_k, u,
+    return release(func, accountant, eps, 0.0, rng, threads, u.size, _noise.noisy_top_k, u,
                    _native.NOISE_GUMBEL, umax, 1.0 / (scale * int(k)), int(k))
 
 
