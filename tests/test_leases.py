@@ -10,6 +10,7 @@ import pickle
 import random
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -160,6 +161,36 @@ def test_threads_share_a_lease_exactly():
     assert tuple(acct.spent) == (0.5, 0.0)
 
 
+def test_a_close_racing_spends_gives_back_only_what_was_not_spent():
+    acct = dp.Accountant(epsilon=1.0)
+    acct.spend(1e-6)                              # the amount is cached: the compiled path
+    lease = acct.lease(epsilon=0.5)
+    won = [0] * 3
+    started = threading.Barrier(4)
+
+    def spend(i):
+        started.wait()
+        while True:
+            try:
+                lease.spend(1e-6)
+            except RuntimeError:                  # closed
+                return
+            won[i] += 1
+
+    threads = [threading.Thread(target=spend, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    started.wait()
+    while sum(won) < 2000:
+        time.sleep(0.001)
+    lease.close()
+    for t in threads:
+        t.join()
+    # Every spend that returned was paid for: what was given back is exactly the rest.
+    assert len(lease) == sum(won)
+    assert acct.spent[0] == (1 + sum(won)) / 1e6
+
+
 # -- crashes and processes ----------------------------------------------------------------
 def test_sigkill_mid_lease_leaves_the_whole_slice_spent(path):
     dp.Accountant(epsilon=1.0, ledger=path).spend(0.1)
@@ -299,6 +330,20 @@ def test_a_return_the_ledger_cannot_vouch_for_is_damage(path, case):
         line = _append_with_key(path, RETURN, "1e-1", held, delta_credit="1e-9")
         what = "more than its lease reserved"
     assert_damaged(path, line, what)
+
+
+def test_a_return_in_an_advanced_composition_ledger_is_damage(path):
+    acct = dp.Accountant(epsilon=1.0, delta=1e-6, composition="advanced", delta_prime=1e-7,
+                         ledger=path)
+    acct.spend(0.1, 1e-8)
+    lease_id = os.urandom(8).hex()
+    _append_with_key(path, "charge", "2e-1", lease_id)      # a reservation: just a charge
+    assert tuple(dp.Accountant.from_ledger(path).spent) == (0.3, 1e-8)
+    line = _append_with_key(path, RETURN, "1e-1", lease_id)
+    with pytest.raises(dp.LedgerDamagedError, match=f"line {line}: a lease return in a "
+                       "ledger with composition='advanced'"):
+        acct.spend(0.01)
+    assert tuple(dp.Accountant.from_ledger(path).spent) == (1.0, 1e-6)
 
 
 def test_a_sound_return_written_by_the_internals_is_accepted(path):

@@ -1928,7 +1928,12 @@ class Lease:
                 return
             with self._tally:
                 self._closed = True
-                self._tally.foreign = True          # every spend now takes the general path
+                # Every spend now takes the general path, which refuses it. The compiled
+                # path reads `foreign` before it takes the lock, so a spend already past
+                # that check may be waiting for the lock: the budget it compares with under
+                # the lock is made unpayable, so `used` below is final.
+                self._tally.foreign = True
+                self._tally.budget = (-1, -1)
                 used = self._tally.spent
             self._acct._return_lease(self.id, self._reserved, used, self.label)
             self._returned = True
