@@ -42,7 +42,8 @@ from . import _native
 # the other, and neither reads the other's names until called.
 from . import samplers as _samplers
 from . import validation as _v
-from .zcdp import rho_from_epsilon, rho_from_epsilon_delta, rho_gaussian
+from . import zcdp
+from .zcdp import rho_from_epsilon, rho_gaussian
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -332,19 +333,15 @@ def _decimal(x: float) -> Fraction:
     return Fraction(repr(x))
 
 
-def gaussian_sigma_for(l2: float, epsilon: float, delta: float, integer: bool) -> float:
-    """The sigma of one Gaussian release over l2 sensitivity ``l2`` at (epsilon, delta).
-
-    The tightest calibration for that release: :func:`dpfast.zcdp.gaussian_sigma_for` where
-    it exists (the analytic Gaussian for real noise, the exact privacy of the discrete
-    Gaussian for integers), otherwise the sigma of the rho the tight zCDP conversion allows
-    (:func:`dpfast.zcdp.rho_from_epsilon_delta`), valid for both Gaussians.
-    """
-    from . import zcdp
-    tight = getattr(zcdp, "gaussian_sigma_for", None)
-    if tight is not None:
-        return float(tight(l2, epsilon, delta, integer=integer))
-    return _sigma_for_rho(l2, rho_from_epsilon_delta(epsilon, delta))
+def gaussian_sigma_for(l2: float, epsilon: float, delta: float, integer: bool,
+                       unit_changes: bool = True) -> float:
+    """The sigma of one Gaussian release over l2 sensitivity ``l2`` at (epsilon, delta):
+    :func:`dpfast.zcdp.gaussian_sigma_for`, the tightest calibration for that release (the
+    analytic Gaussian for real noise; for integers the exact privacy of the discrete
+    Gaussian when a record changes ``l2**2`` cells by at most 1 each, ``unit_changes``,
+    else the tight zCDP conversion, valid for any change)."""
+    return float(zcdp.gaussian_sigma_for(l2, epsilon, delta, integer=integer,
+                                         unit_changes=unit_changes))
 
 
 def _sigma_for_rho(l2: float, rho: float) -> float:
@@ -434,7 +431,11 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
                             "delta without epsilon."))
     eps = _v.check_epsilon(epsilon, func)
     dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
-    sigma = gaussian_sigma_for(l2, eps, dlt, integer)
+    # A record changes cells by whole amounts c_i with sum |c_i| = l1 and sum c_i**2 =
+    # l2**2: the two are equal exactly when every |c_i| is at most 1, the case the exact
+    # discrete calibration covers.
+    unit = integer and math.isclose(float(l1), float(l2) ** 2, rel_tol=1e-9)
+    sigma = gaussian_sigma_for(l2, eps, dlt, integer, unit)
     return Measure(Gaussian(sigma, integer), eps, dlt, _charged_rho(l2, sigma))
 
 
