@@ -8,7 +8,9 @@ import json
 import os
 import pickle
 import random
+import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -366,6 +368,45 @@ def test_a_return_without_the_key_fails_its_mac(path):
     with open(path, "ab") as f:
         f.write(encode(f"{body} {mac} {text}"))
     assert_damaged(path, len(lines) + 1, "fails its MAC")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as another uid")
+def test_another_user_cannot_forge_a_return_in_a_shared_ledger():
+    where = tempfile.mkdtemp(dir="/tmp")
+    try:
+        os.chmod(where, 0o755)
+        path = os.path.join(where, "budget.ledger")
+        acct = dp.Accountant(epsilon=1.0, ledger=path, shared_ledger=True)
+        lease = acct.lease(epsilon=0.5)
+        lease.spend(0.5)                         # all used: nothing will come back
+        lease.close()
+        os.chmod(path, 0o666)                    # the other user may write the ledger
+
+        def body(write):
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                open(path + ".dpfast-key", "rb")
+                write({"key": "readable"})
+            except PermissionError:
+                write({"key": "refused"})
+            lines = open(path, "rb").read().splitlines()
+            ledger_id = lines[0].split(b"\t")[0].split()[7].decode()
+            prev = lines[-1].split(b" ")[7].decode()
+            body = f"return {len(lines)} 5e-1 0e-330 0e-330 0e-330 {prev}"
+            text = json.dumps({"lease": lease.id})
+            mac = hmac.digest(os.urandom(32), f"{ledger_id} {body} {text}".encode(),
+                              "sha256")[:16].hex()
+            with open(path, "ab") as f:
+                f.write(encode(f"{body} {mac} {text}"))
+
+        assert _result(*_child(body)) == [{"key": "refused"}]
+        with pytest.raises(dp.LedgerDamagedError, match="line 3: the record fails its MAC"):
+            acct.spend(0.01)
+        reread = dp.Accountant.from_ledger(path, shared_ledger=True)
+        assert tuple(reread.spent) == (1.0, 0.0) and not reread.check(1e-9)
+    finally:
+        shutil.rmtree(where)
 
 
 def test_a_long_lived_accountant_sees_a_forged_return(path):
