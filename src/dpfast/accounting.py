@@ -40,6 +40,13 @@ each definition (``.epsilon``, ``.delta``, ``.rho``).
 With ``ledger="FILE"`` the budget and every charge live in a file (:mod:`dpfast.ledger`):
 charges are durable before any noise is drawn, every process that opens the file shares
 the budget, and a ledger found damaged counts as exhausted (:class:`LedgerDamagedError`).
+
+Many small releases against a durable budget: ``acct.lease(epsilon=...)`` (``rho=`` for a
+zCDP accountant) reserves a slice with one durable charge, a :class:`Lease` that mechanisms
+take as ``accountant=`` and that spends in memory; closing it gives the unspent rest back
+with one durable return record. A process that dies holding a lease leaves its whole slice
+spent; a return the ledger cannot vouch for (naming no open reservation of the same ledger,
+or giving back more than it reserved) is damage.
 """
 import contextvars
 import math
@@ -1772,13 +1779,6 @@ class Lease:
     again), and use in a forked child (``RuntimeError``). After :meth:`close` it refuses
     spends (``RuntimeError``).
 
-    Attributes
-    ----------
-    id : str
-        The reservation's id in the ledger (16 hex digits).
-    label : str or None
-        The label of the reservation.
-
     Examples
     --------
     >>> import dpfast as dp
@@ -1804,13 +1804,13 @@ class Lease:
         self._returned = False          # the rest was given back (under _closing)
         self._closing = threading.Lock()
         self._reserved = cost
-        self.label = label
+        self._label = label
         zcdp = acct._zcdp
         # The slice's own tally: budget = the slice, in the accountant's currency. Its
         # compiled spend is the whole check-and-charge of a spend seen before.
         self._tally: _native.Tally = _native.Tally(
             cost, _eps_rho_cache if zcdp else _eps_cache, _NO_DELTA if zcdp else _delta_cache)
-        self.id = acct._reserve_lease(cost, asked, label)
+        self._id = acct._reserve_lease(cost, asked, label)
         acct._lease_objects.add(self)
         _live_leases.add(self)
 
@@ -1935,7 +1935,7 @@ class Lease:
                 self._tally.foreign = True
                 self._tally.budget = (-1, -1)
                 used = self._tally.spent
-            self._acct._return_lease(self.id, self._reserved, used, self.label)
+            self._acct._return_lease(self._id, self._reserved, used, self._label)
             self._returned = True
 
     def __enter__(self) -> "Lease":
@@ -1962,6 +1962,16 @@ class Lease:
     def accountant(self) -> Accountant:
         """The accountant the slice was reserved from."""
         return self._acct
+
+    @property
+    def id(self) -> str:
+        """The reservation's id in the ledger (16 hex digits), named by its return."""
+        return self._id
+
+    @property
+    def label(self) -> str | None:
+        """The label of the reservation and its return."""
+        return self._label
 
     @property
     def reserved(self) -> Budget:
