@@ -3,14 +3,23 @@
 A hierarchy is public: a tree of units (nation, then e.g. states, counties, tracts), given by
 the parent of every unit of each level. Each record lies in one leaf unit and so in one unit
 of every level: the vector of all units' counts has l1 sensitivity equal to the number of
-levels, and level ``l`` gets discrete Laplace noise of scale ``1 / (split[l] * epsilon)``
-(``split`` sums to 1; by default equal shares). Then, as post-processing (free):
+levels, and a record changes one count per level by 1. Laplace noise (the default): level
+``l`` gets discrete Laplace noise of scale ``1 / (split[l] * epsilon)`` (``split`` sums to 1;
+by default equal shares). Gaussian noise (``noise="gaussian"``, Census-style): level ``l``
+gets a share ``rho_l = split[l] * rho`` of the release's zCDP budget and discrete Gaussian
+noise of ``sigma_l = 1 / sqrt(2 rho_l)``; the levels' costs ``1 / (2 sigma_l**2)`` add to
+``rho``. By default the shares minimise the sum over levels of the mean variance of a unit's
+least-squares estimate (:func:`default_split`). Under (epsilon, delta), ``rho`` is the
+largest the tight conversion allows (:func:`dpfast.zcdp.rho_from_epsilon_delta`): levels
+of different sigmas are not one isotropic discrete Gaussian, whose exact (epsilon, delta)
+calibration would otherwise apply. Then, as post-processing (free):
 
 1. Weighted least squares consistent with the tree (every parent the sum of its children),
    in two linear passes over the levels: bottom-up, each unit's best estimate from its own
-   subtree (inverse-variance weighting of its measurement and its children's sum);
-   top-down, each parent's final estimate shared out among its children in proportion to
-   their variances. Unbiased, with the exact variances of ``variances``.
+   subtree (inverse-variance weighting of its measurement and its children's sum, each
+   level's noise variance its own: ``dlap_variance`` or ``sigma_l**2``); top-down, each
+   parent's final estimate shared out among its children in proportion to their
+   variances. Unbiased, with the exact variances of ``variances``.
 2. Non-negative integers that keep every sum exactly, top-down: the nation's estimate
    rounded (at least 0); then under each parent with integer count ``P``, its children's
    estimates clipped at 0 and scaled to sum to ``P`` (evenly split if all are 0), rounded
@@ -30,6 +39,7 @@ from .._release import Release
 from ..noise import Gaussian, Laplace, measure
 from ..samplers import MAX_DISCRETE_SCALE
 from ..zcdp import rho_from_epsilon_delta
+from .tree import check_sigma
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -242,7 +252,7 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float | None = None,
     True
     """
     func = "census_hierarchy"
-    if noise == "laplace" and epsilon is not None:
+    if isinstance(noise, str) and noise == "laplace" and epsilon is not None:
         _v.check_epsilon(epsilon, func)         # first, as before the noise keywords
     labels = None
     if _is_frame(data) or _is_frame(hierarchy):
@@ -285,16 +295,21 @@ def hierarchy_params(hierarchy: Any, n_leaves: int, epsilon: float | None,
     noise."""
     par = _check_parents(hierarchy, n_leaves, func)
     levels = len(par) + 1
-    # The keywords' checks (a record is in one unit per level: l1 = levels, l2 =
-    # sqrt(levels) at equal noise); the noise itself is made per level below.
-    m = measure(func, noise, epsilon, delta, rho, l1=float(levels), l2=math.sqrt(levels),
-                integer=True)
-    if isinstance(m.noise, Laplace):
-        eps = float(m.epsilon)  # type: ignore[arg-type]
+    laplace = isinstance(noise, str) and noise == "laplace"
+    if laplace and epsilon is not None and rho is None:
+        # Laplace's epsilon, shares and scales, checked (and worded) as they always were.
+        eps = _v.check_epsilon(epsilon, func)
         shares = (1.0 / levels,) * levels if split is None else \
             _v.check_shares(split, levels, "split", func)
         scales = [_v.check_mechanism_scale(1.0, eps * s, func, high=MAX_DISCRETE_SCALE)
                   for s in shares]
+    # The keywords' checks (a record is in one unit per level: l1 = levels, l2 =
+    # sqrt(levels) at equal noise); the noise itself is made per level. (Gaussian noise is
+    # checked as for real noise, whose (epsilon, delta) calibration is the quicker to
+    # compute: only the keywords are used.)
+    m = measure(func, noise, epsilon, delta, rho, l1=float(levels), l2=math.sqrt(levels),
+                integer=laplace)
+    if laplace:
         return HierarchyParams(Cost(eps, 0.0, None), par, shares,
                                tuple(Laplace(t, integer=True) for t in scales))
     # Gaussian: the whole release is rho-zCDP, rho the sum of the levels' shares.
@@ -308,6 +323,7 @@ def hierarchy_params(hierarchy: Any, n_leaves: int, epsilon: float | None,
     shares = default_split(par, n_leaves) if split is None else \
         _v.check_shares(split, levels, "split", func)
     sigmas = _level_sigmas(total, shares)
+    check_sigma(max(sigmas), func)
     return HierarchyParams(Cost(m.epsilon, m.delta, total), par, shares,
                            tuple(Gaussian(s, integer=True) for s in sigmas))
 

@@ -45,7 +45,7 @@ from .. import _native
 from .. import validation as _v
 from .._release import Release
 from ..noise import Gaussian, Laplace, Measure, measure
-from ..samplers import MAX_DISCRETE_SCALE
+from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -415,7 +415,7 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float | None = None,
     0.5
     """
     func = "tree_mechanism"
-    if noise == "laplace" and epsilon is not None:
+    if isinstance(noise, str) and noise == "laplace" and epsilon is not None:
         _v.check_epsilon(epsilon, func)         # first, as before the noise keywords
     src = _v.as_array(counts, "counts", func)
     if src.ndim not in (1, 2) or src.size == 0:
@@ -458,18 +458,29 @@ def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
     and the cost from the privacy keywords (:func:`dpfast.noise.measure` over the l1
     sensitivity ``h`` and the l2 sensitivity ``sqrt(h)``, ``h`` the number of measured
     nodes counting each record: the product of the axes' heights)."""
-    gaussian = noise == "gaussian"
+    gaussian = isinstance(noise, str) and noise == "gaussian"
     shapes = [tree_shape(n, b, gaussian) for n, b in
               zip(shape, _check_branching(branching, len(shape), func))]
     per_record = math.prod(h for _, h in shapes)            # nodes counting each record
-    if noise == "laplace" and epsilon is not None and rho is None:
+    if isinstance(noise, str) and noise == "laplace" and epsilon is not None and rho is None:
         # Laplace's scale range, checked (and worded) as it always was.
         _v.check_mechanism_scale(float(per_record), _v.check_epsilon(epsilon, func), func,
                                  high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
     cost = measure(func, noise, epsilon, delta, rho, l1=float(per_record),
                    l2=math.sqrt(per_record), integer=integer)
+    if isinstance(cost.noise, Gaussian) and integer:
+        check_sigma(cost.noise.sigma, func)
     trees = tuple(_Tree1D(n, b, h, cost.noise.variance) for n, (b, h) in zip(shape, shapes))
     return TreeParams(tuple(shape), integer, cost, trees)
+
+
+def check_sigma(sigma: float, func: str) -> None:
+    """A discrete Gaussian sigma the sampler draws exactly (at most ``MAX_DISCRETE_SIGMA``);
+    the error names the privacy parameters that gave it."""
+    if sigma > MAX_DISCRETE_SIGMA:
+        raise ValueError(f"The 'rho' (or 'epsilon' and 'delta') parameters of {func} must "
+                         f"give a discrete Gaussian sigma of at most {MAX_DISCRETE_SIGMA:g}. "
+                         f"They give sigma {sigma:g}: use a larger rho (or epsilon).")
 
 
 class TreePlan:
