@@ -172,6 +172,32 @@ POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],
               "crosstab": ["frame", "columns"], "marginals": ["frame_or_counts"]}
 
 
+# The counting releases take noise="laplace" (default) or "gaussian" with rho= or
+# epsilon=/delta=: every wrong combination is refused before the charge and the draw.
+COUNTING = ["histogram", "histogramdd", "count_categories", "noisy_counts", "tree_mechanism",
+            "census_hierarchy", "crosstab", "marginals"]
+GAUSSIAN_BAD = [
+    ({"noise": "gaussian", "epsilon": DELETE, "rho": 0.0}, VE),
+    ({"noise": "gaussian", "epsilon": DELETE, "rho": -0.5}, VE),
+    ({"noise": "gaussian", "epsilon": DELETE, "rho": NAN}, VE),
+    ({"noise": "gaussian", "epsilon": DELETE, "rho": INF}, VE),
+    ({"noise": "gaussian", "epsilon": DELETE, "rho": "0.1"}, TE),
+    ({"rho": 0.1}, VE),                                       # rho with Laplace noise
+    ({"noise": "gaussian"}, VE),                              # neither delta nor rho
+    ({"noise": "gaussian", "epsilon": DELETE}, VE),           # nothing at all
+    ({"noise": "gaussian", "epsilon": DELETE, "delta": 1e-6}, VE),   # delta alone
+    ({"noise": "gaussian", "delta": 0.0}, VE),
+    ({"noise": "gaussian", "delta": 1.0}, VE),
+    ({"noise": "gaussian", "delta": NAN}, VE),
+    ({"noise": "gaussian", "delta": 1e-6, "rho": 0.1}, VE),   # both ways at once
+    ({"noise": "gaussian", "epsilon": 0.0, "delta": 1e-6}, VE),
+    ({"delta": 1e-6}, VE),                                    # delta with Laplace noise
+    ({"noise": "normal"}, VE), ({"noise": 1}, TE), ({"noise": None}, TE),
+]
+for _name in COUNTING:
+    MECHANISMS[_name][1].extend(GAUSSIAN_BAD)
+
+
 def call(name, kwargs, accountant, rng):
     kwargs = {k: v for k, v in kwargs.items() if v is not DELETE}
     args = [kwargs.pop(k) for k in POSITIONAL[name] if k in kwargs]
@@ -312,3 +338,41 @@ def test_wrong_dtype_errors_describe_the_data_without_its_values(name):
     with spends_nothing(acct, rng), pytest.raises(TypeError) as info:
         call(name, {**MECHANISMS[name][0], DATA[name]: text}, acct, rng)
     assert str(SECRET) not in str(info.value) and "shape (2,)" in str(info.value)
+
+
+def _gaussian(name, **privacy):
+    kwargs = {k: v for k, v in MECHANISMS[name][0].items() if k != "epsilon"}
+    return {**kwargs, "noise": "gaussian", **privacy}
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_gaussian_noise_spends_rho_on_a_zcdp_accountant_and_draws(name):
+    acct, rng = dp.Accountant(rho=1.0), dp.ChaCha20(7)
+    acct.spend(0.25, label="earlier release")
+    spent, state = acct.spent.rho, rng_state(rng)
+    call(name, _gaussian(name, rho=0.125), acct, rng)
+    assert acct.spent.rho > spent and len(acct) == 2 and acct.ledger[-1].rho is not None
+    assert rng_state(rng) != state
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_gaussian_noise_under_epsilon_delta_charges_both_and_draws(name):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    call(name, _gaussian(name, epsilon=1.0, delta=1e-6), acct, rng)
+    assert acct.ledger[-1][:2] == (1.0, 1e-6) and acct.ledger[-1].rho > 0
+    assert len(acct) == 2
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_rho_alone_on_an_epsilon_delta_accountant_spends_nothing_and_draws_nothing(name):
+    acct, rng = used_accountant(), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(ValueError) as info:
+        call(name, _gaussian(name, rho=0.1), acct, rng)
+    assert not isinstance(info.value, dp.BudgetExceededError)
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_gaussian_noise_refused_by_the_budget_draws_nothing(name):
+    acct, rng = dp.Accountant(rho=1e-9), dp.ChaCha20(7)
+    with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
+        call(name, _gaussian(name, rho=0.5), acct, rng)
