@@ -102,14 +102,18 @@ def int32_limit(noise: Laplace | Gaussian) -> int:
 
 
 def fill_cells(noise: Laplace | Gaussian, source: Any, threads: int, out: NDArray[Any],
-               base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
+               base: NDArray[Any] | None = None, chunk0: int = 0,
+               work: NDArray[np.int64] | None = None) -> NDArray[Any]:
     """``noise.fill(source, threads, out, base, chunk0)``, also for int32 cells of discrete
     Gaussian noise, whose kernel writes int64 cells today: those are drawn into an int64
-    copy and narrowed (the counts were checked against :func:`int32_limit` before the
+    copy (``work``, at least ``out.size`` cells, if given: a release of many blocks reuses
+    one) and narrowed (the counts were checked against :func:`int32_limit` before the
     charge, so every value fits). The one place to change when that kernel takes int32."""
     if isinstance(noise, Gaussian) and out.dtype == np.int32:
-        wide = np.empty(out.shape, dtype=np.int64) if base is None else \
-            np.array(base, dtype=np.int64)
+        wide = (np.empty(out.size, dtype=np.int64) if work is None
+                else work[:out.size]).reshape(out.shape)
+        if base is not None:
+            wide[...] = base
         noise.fill(source, threads, wide, None if base is None else wide, chunk0)
         out[...] = wide
         return out
