@@ -429,7 +429,10 @@ def _cases() -> dict[str, list[Case]]:
 
 #: Public names that take no private data: each with the reason.
 NO_DATA = {
-    "dpfast.Accountant": "a budget: epsilon, delta, group size and a ledger path, all public",
+    "dpfast.Accountant": "a budget: epsilon, delta, rho, group size and a ledger path, all "
+                         "public",
+    "dpfast.Lease": "a slice of a budget (Accountant.lease): epsilon, delta, rho and labels, "
+                    "all public",
     "dpfast.AuditResult": "a result record of audit, built by it",
     "dpfast.audit": "takes the caller's own test inputs and passes them to the caller's "
                     "mechanism unread; its own checks are on public parameters",
