@@ -27,7 +27,7 @@ import pytest
 
 import dpfast as dp
 from dpfast.releases import histograms
-from dpfast.releases.cells import CHUNK, noisy_cells, release_key
+from dpfast.releases.cells import CHUNK, noisy_cells, noisy_cells_at, release_key
 from dpfast.releases.journal import JOURNAL_SUFFIX, Journal
 from dpfast.noise import Gaussian
 from refusals import rng_state, spends_nothing
@@ -144,6 +144,9 @@ def test_same_release_for_any_threads_out_and_pieces(dtype, tmp_path):
     got = np.concatenate([noisy_cells(key, int(a), x[a:b], noise, int32=dtype == np.int32)
                           for a, b in zip(cuts[:-1], cuts[1:])])
     assert np.array_equal(got, want)
+    if dtype != np.int32:                   # cells given by index, in any order
+        part = np.random.default_rng(2).permutation(x.size)[:5000]
+        assert np.array_equal(noisy_cells_at(key, part, x[part], noise), want[part])
 
 
 def variance_matches(noise, sigma2):

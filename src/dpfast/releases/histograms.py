@@ -568,6 +568,11 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
     >>> table = np.array([[120, 4], [0, 37]])
     >>> dp.noisy_counts(table, epsilon=0.5, accountant=dp.Accountant(), rng=0).shape
     (2, 2)
+    >>> zcdp = dp.Accountant(rho=0.5)               # discrete Gaussian noise, sigma = 5
+    >>> dp.noisy_counts(table, noise="gaussian", rho=0.02, accountant=zcdp, rng=0).dtype
+    dtype('int64')
+    >>> zcdp.spent.rho
+    0.02
     """
     func = "noisy_counts"
     if epsilon is not None:
