@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-    from .._native import ChaCha20
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
@@ -721,19 +720,14 @@ def _check_same_noise(func: str, journal: Journal) -> None:
                 "same dpfast) to complete it; nothing was charged.")
 
 
-def _noise_blocks(gen: "ChaCha20 | _native.Key", threads: int, src: "NDArray[Any]",
+def _noise_blocks(key: _native.Key, threads: int, src: "NDArray[Any]",
                   dst: "NDArray[Any]", noise: Laplace | Gaussian, clip: bool, bar: Any,
                   journal: Journal | None) -> None:
-    """dst = src + noise, BLOCK cells at a time under one key, so that memory stays
-    bounded and the release equals a one-shot one; clipped at 0 if asked. With a journal
-    (``dst`` in a file), each block is recorded as it is done, and an interrupted release
-    resumes under the journal's key (``gen`` is then the release's key)."""
-    # One key for all blocks, the one a one-shot kernel call would draw.
-    key: Any
-    if journal is None:
-        key = gen if dst.size <= BLOCK or isinstance(gen, _native.Key) else _native.Key(gen)
-    else:
-        key = gen                      # the release's key, handed out by its charge
+    """dst = src + noise, BLOCK cells at a time under the release's one key (handed out by
+    its charge, or by dpfast._release.release), so that memory stays bounded and the
+    release equals a one-shot one; clipped at 0 if asked. With a journal (``dst`` in a
+    file), each block is recorded as it is done, and an interrupted release resumes under
+    the journal's key."""
     is_int = dst.dtype.kind == "i"
     flat_in = src.reshape(-1) if src.flags.c_contiguous else None
     flat_out = dst.reshape(-1)
