@@ -34,7 +34,7 @@ def regular(leaves: int) -> list[np.ndarray]:
 
 
 def census_like(leaves: int, rng: np.random.Generator) -> list[np.ndarray]:
-    sizes = [1, 51, 3143, 85_000, 240_000, leaves]
+    sizes = [s for s in (1, 51, 3143, 85_000, 240_000) if s < leaves] + [leaves]
     out = []
     for above, below in zip(sizes[:-1], sizes[1:]):
         # Every unit above gets a child; the others go to random parents (sorted: units
@@ -83,7 +83,7 @@ def run(leaves: int, repeat: int) -> list[dict[str, Any]]:
                    **check(rel)}
             if kw.get("noise") == "gaussian":
                 row["split"] = [round(s, 4) for s in rel.split]
-                row["sigmas"] = [round(n.sigma, 4) for n in rel.noises]
+                row["sigmas"] = [round(s, 4) for s in rel.scales]
             rows.append(row)
         rows.append({"hierarchy": name, "default_split_seconds": round(t_split, 3),
                      "objective_default": hi.split_objective(par, leaves, split),

@@ -105,7 +105,7 @@ def test_known_answers():
     rel = dp.census_hierarchy(SMALL, SMALL_TREE, noise=G, rho=0.5, split=[0.2, 0.3, 0.5],
                               rng=3, accountant=dp.Accountant(rho=1.0))
     assert [c.tolist() for c in rel.counts] == [[20], [8, 12], [6, 1, 1, 9, 1, 2]]
-    assert [n.sigma for n in rel.noises] == pytest.approx([math.sqrt(5), math.sqrt(10 / 3),
+    assert list(rel.scales) == pytest.approx([math.sqrt(5), math.sqrt(10 / 3),
                                                            math.sqrt(2)], rel=1e-15)
 
 
@@ -130,9 +130,9 @@ def test_the_charge_is_the_sum_of_the_levels_costs(split, rho):
                               accountant=acct)
     assert acct.spent.rho == rho and len(acct) == 1 and rel.epsilon is None
     # A record changes one count per level by 1: level l costs 1 / (2 sigma_l**2).
-    exact = sum(1 / (2 * Fraction(n.sigma) ** 2) for n in rel.noises)
+    exact = sum(1 / (2 * Fraction(s) ** 2) for s in rel.scales)
     assert exact <= Fraction(repr(rho)) and float(exact) == pytest.approx(rho, rel=1e-12)
-    shares = [1 / (2 * n.sigma ** 2) / rho for n in rel.noises]
+    shares = [1 / (2 * s ** 2) / rho for s in rel.scales]
     np.testing.assert_allclose(shares, rel.split, rtol=1e-12)
     # The exact counts of two neighbours (a record more in one leaf) differ by 1 in one unit
     # of every level.
@@ -152,7 +152,7 @@ def test_epsilon_delta_takes_the_tight_conversions_rho():
     want = math.nextafter(rho_from_epsilon_delta(1.0, 1e-9), 0.0)
     assert rel.rho == want and (rel.epsilon, rel.delta) == (1.0, 1e-9)
     assert acct.remaining.rho == 0.0                 # the whole budget, and no more
-    exact = sum(1 / (2 * Fraction(n.sigma) ** 2) for n in rel.noises)
+    exact = sum(1 / (2 * Fraction(s) ** 2) for s in rel.scales)
     assert exact <= Fraction(repr(want))
     basic = dp.Accountant(epsilon=1.0, delta=1e-9)
     dp.census_hierarchy(SMALL, SMALL_TREE, noise=G, epsilon=1.0, delta=1e-9, rng=0,

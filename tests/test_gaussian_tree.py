@@ -84,7 +84,7 @@ def test_known_answers():
                             accountant=dp.Accountant(rho=1.0))
     np.testing.assert_allclose(rel.estimate, np.array([102, 18, 81, 165, 61, -2, 194]) / 21,
                                rtol=1e-12)
-    assert rel.noise.sigma == pytest.approx(math.sqrt(3.0), rel=1e-15)
+    assert rel.scale == pytest.approx(math.sqrt(3.0), rel=1e-15)
     rel = dp.tree_mechanism(x, noise=G, epsilon=1.0, delta=1e-6, branching=2, rng=42,
                             accountant=dp.Accountant(epsilon=1.0, delta=1e-6))
     np.testing.assert_allclose(rel.estimate, np.array([65, 107, 142, 79, 179, -136, 298]) / 21,
@@ -123,16 +123,16 @@ def test_one_record_moves_h_nodes_by_one_and_the_charge_is_its_exact_rho(shape, 
     acct = dp.Accountant(rho=1.0)
     rel = dp.tree_mechanism(x, noise=G, rho=0.25, branching=branching, rng=0, accountant=acct)
     assert acct.spent.rho == 0.25 and len(acct) == 1 and rel.rho == 0.25
-    exact = Fraction(h) / (2 * Fraction(rel.noise.sigma) ** 2)
+    exact = Fraction(h) / (2 * Fraction(rel.scale) ** 2)
     assert exact <= Fraction("0.25") and float(exact) == pytest.approx(0.25, rel=1e-14)
     assert params.cost.rho == 0.25 and params.cost.epsilon is None
     # Under (epsilon, delta): one sigma, the tight one over the whole l2 sensitivity.
     acct = dp.Accountant(epsilon=1.0, delta=1e-7)
     rel = dp.tree_mechanism(x, noise=G, epsilon=1.0, delta=1e-7, branching=branching, rng=0,
                             accountant=acct)
-    assert rel.noise.sigma == gaussian_sigma_for(math.sqrt(h), 1.0, 1e-7, True)
+    assert rel.scale == gaussian_sigma_for(math.sqrt(h), 1.0, 1e-7, True)
     assert acct.spent == (1.0, 1e-7) and len(acct) == 1
-    assert rel.node_variance == rel.noise.sigma ** 2
+    assert rel.node_variance == rel.scale ** 2
 
 
 def _repeat(x, params, runs):

@@ -79,13 +79,24 @@ class HierarchyRelease:
         ``parents[l][i]``: the unit of level ``l`` above unit ``i`` of level ``l + 1``.
     labels : list or None
         Per level, the unit labels (pandas Index) when the hierarchy came from a frame.
+    epsilon, delta, rho : float or None
+        The release's cost: epsilon (None for a release given in rho alone), delta, and the
+        zCDP rho of Gaussian noise (None for Laplace noise).
+    split : tuple of float
+        Each level's share of epsilon (Laplace) or of rho (Gaussian), top first.
+    noise : str
+        ``"laplace"`` or ``"gaussian"``.
+    scales : tuple of float
+        Each level's noise scale, top first: the discrete Laplace scale, or the discrete
+        Gaussian's sigma (``1 / sqrt(2 split[l] rho)``).
     """
 
     def __init__(self, counts: list[NDArray[np.int64]], estimates: list[NDArray[np.float64]],
                  variances: list[NDArray[np.float64]], parents: list[NDArray[np.int64]],
                  epsilon: float | None, split: tuple[float, ...],
                  labels: list[Any] | None = None, *, delta: float = 0.0,
-                 rho: float | None = None, noises: tuple[Laplace | Gaussian, ...] = ()):
+                 rho: float | None = None, noise: str = "laplace",
+                 scales: tuple[float, ...] = ()):
         self.counts = counts
         self.estimates = estimates
         self.variances = variances
@@ -94,7 +105,8 @@ class HierarchyRelease:
         self.delta = delta
         self.rho = rho                  # the zCDP cost charged, for Gaussian noise
         self.split = split              # each level's share of epsilon (Laplace) or rho
-        self.noises = noises            # each level's noise, top first
+        self.noise = noise              # "laplace" or "gaussian"
+        self.scales = scales            # each level's Laplace scale or sigma, top first
         self.labels = labels
 
     def error_bound(self, level: int, beta: float = 0.05) -> NDArray[np.float64]:
@@ -377,7 +389,8 @@ def noisy_hierarchy(plan: HierarchyPlan, key: _native.Key, threads: int) -> Hier
     est, est_var = _least_squares(plan.exact, var, p.parents)
     return HierarchyRelease(_round_top_down(est, p.parents), est, est_var, p.parents,
                             p.epsilon, p.shares, plan.labels, delta=p.delta, rho=p.rho,
-                            noises=p.noises)
+                            noise="gaussian" if p.rho is not None else "laplace",
+                            scales=tuple(p.scales))
 
 
 def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],

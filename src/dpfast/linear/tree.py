@@ -261,13 +261,14 @@ class TreeRelease:
 
     def __init__(self, estimate: NDArray[np.float64], trees: tuple[_Tree1D, ...],
                  epsilon: float | None, node_variance: float, *, delta: float = 0.0,
-                 rho: float | None = None, noise: Laplace | Gaussian | None = None):
+                 rho: float | None = None, noise: str = "laplace", scale: float = 0.0):
         self.estimate = estimate
         self._trees = trees
         self.epsilon = epsilon          # None for a release given in rho alone
         self.delta = delta
         self.rho = rho                  # the zCDP cost charged, for Gaussian noise
-        self.noise = noise              # the noise of every measured node
+        self.noise = noise              # "laplace" or "gaussian", on every measured node
+        self.scale = scale              # its scale: Laplace's, or the Gaussian's sigma
         self.node_variance = node_variance
         self._prefix: NDArray[np.float64] | None = None
 
@@ -541,14 +542,18 @@ def noisy_tree(plan: TreePlan, key: _native.Key, threads: int) -> TreeRelease:
         est = trees[0].consistent(levels)
         n = shape[0]
         return TreeRelease(est if est.size == n else est[:n].copy(), trees, p.epsilon,
-                           p.node_variance, delta=p.delta, rho=p.rho, noise=p.noise)
+                           p.node_variance, delta=p.delta, rho=p.rho, noise=_family(p.noise), scale=p.scale)
     t0, t1 = trees
     # levels[i0 * t1.h + i1]: level i0 of axis 0 by level i1 of axis 1.
     along1 = [t1.consistent([levels[i0 * t1.h + i1].T for i1 in range(t1.h)]).T
               for i0 in range(t0.h)]
     est = t0.consistent(along1)
     return TreeRelease(est[:shape[0], :shape[1]].copy(), trees, p.epsilon, p.node_variance,
-                       delta=p.delta, rho=p.rho, noise=p.noise)
+                       delta=p.delta, rho=p.rho, noise=_family(p.noise), scale=p.scale)
+
+
+def _family(noise: Laplace | Gaussian) -> str:
+    return "gaussian" if isinstance(noise, Gaussian) else "laplace"
 
 
 def _nodes(data: NDArray[Any], trees: tuple[_Tree1D, ...],
