@@ -596,33 +596,44 @@ class _SplitObjective:
 def default_split(parents: list[NDArray[np.int64]], n_leaves: int) -> tuple[float, ...]:
     """The default rho shares of a Gaussian hierarchy release, top level first: those that
     minimise :func:`split_objective` (the sum over levels of the mean variance of a unit's
-    least-squares estimate).
+    least-squares estimate), to within 1e-4 of its least value, certified.
 
-    The objective is ``tr(Q M(w)^-1)`` with ``M(w) = sum_l w_l A_l^T A_l`` (``A_l`` the
-    counts of level ``l``, ``w_l = 2 rho_l`` its precision, ``Q`` the levels' averaged
-    queries): convex in the precisions, an A-optimal design over the levels. It is
-    minimised on ``sum w_l = 1`` by the multiplicative algorithm ``w_l <- w_l sqrt(d_l) /
-    sum_j w_j sqrt(d_j)``, ``d_l = -df/dw_l`` (monotone for A-optimality; Yu 2010), the
-    derivatives exact (:meth:`_SplitObjective.value_and_gradient`, reverse mode), until an
-    iteration lowers the objective by less than 1e-7 of its value (the objective is flat at
-    its minimum: within about 1e-6 of the least value, a few iterations on census-like
-    hierarchies) or after 100 iterations. Each iteration reads only the units above the
-    leaves, a few times."""
+    The objective is ``f(w) = tr(Q M(w)^-1)`` with ``M(w) = sum_l w_l A_l^T A_l`` (``A_l``
+    the counts of level ``l``, ``w_l = 2 rho_l`` its precision, ``Q`` the levels' averaged
+    queries): an A-optimal design over the levels, convex in ``w`` and homogeneous of degree
+    -1, so that with ``d = -grad f(w)``, ``sum w_l d_l = f(w)`` and, by convexity, every
+    ``w*`` on the simplex has ``f(w*) >= 2 f(w) - max d``: the search stops once ``max d <=
+    (1 + 1e-4) f(w)``. Each step is the multiplicative algorithm's, ``w_l <- w_l sqrt(d_l) /
+    sum_j w_j sqrt(d_j)`` (monotone for A-optimality; Yu 2010), extrapolated along its
+    direction while the objective keeps falling (a level that is nearly redundant, its
+    share shrinking towards 0, is otherwise approached slowly). The gradient is exact
+    (:meth:`_SplitObjective.value_and_gradient`, reverse mode); every evaluation reads only
+    the units above the leaves."""
     levels = len(parents) + 1
     if levels == 1:
         return (1.0,)
     f = _SplitObjective(parents, n_leaves)
     w = np.full(levels, 1.0 / levels)
     value, grad = f.value_and_gradient(w)
-    for _ in range(100):
-        nxt = w * np.sqrt(np.maximum(-grad, 0.0))
-        if not nxt.sum() > 0:
+    for _ in range(200):
+        d = np.maximum(-grad, 0.0)
+        if d.max() <= (1.0 + 1e-4) * value:                     # certified
             break
-        nxt /= nxt.sum()
-        new_value, new_grad = f.value_and_gradient(nxt)
-        if not new_value < value:                # converged (to rounding): keep the best
+        step = w * np.sqrt(d)
+        step = step / step.sum() - w
+        shrinking = step < 0
+        # Stay inside the simplex: no share below a twentieth of where it stands.
+        t_max = 0.95 * float(np.min(-w[shrinking] / step[shrinking])) \
+            if shrinking.any() else math.inf
+        t, best, best_value = 1.0, w + step, f(w + step)
+        while 2.0 * t <= t_max:
+            trial = w + 2.0 * t * step
+            trial_value = f(trial)
+            if not trial_value < best_value:
+                break
+            t, best, best_value = 2.0 * t, trial, trial_value
+        if not best_value < value:                # no progress left (rounding): stop
             break
-        w, gain, value, grad = nxt, value - new_value, new_value, new_grad
-        if gain < 1e-7 * value:
-            break
+        w = best / best.sum()
+        value, grad = f.value_and_gradient(w)
     return tuple(float(x) for x in w / w.sum())
