@@ -8,15 +8,16 @@ irregular census-like one (nation, 51 states, 3143 counties, 85,000 tracts, 240,
 groups, the leaves as blocks; every unit's children drawn at random). For each: Laplace noise
 (epsilon = 1, equal split) beside discrete Gaussian noise with a rho per level (rho = 0.5,
 the default split) and through (epsilon, delta) = (1, 1e-9), the median seconds of
-``dp.census_hierarchy`` (with the time the default split takes on its own), whether children
-sum to their parents exactly and every count is a non-negative integer, and the split
-objective (sum over levels of the mean least-squares variance) at the default split and at
-equal shares. Writes nothing to disk.
+``dp.census_hierarchy`` and the CPU seconds of one (with the time the default split takes on
+its own), whether children sum to their parents exactly and every count is a non-negative
+integer, and the split objective (sum over levels of the mean least-squares variance) at the
+default split and at equal shares. Writes nothing to disk.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import time
 from typing import Any
@@ -54,12 +55,22 @@ def check(rel: Any) -> dict[str, bool]:
 
 
 def timed(call: Any, repeat: int) -> tuple[float, Any]:
+    """Median wall-clock seconds of ``call`` and its last result."""
     times, out = [], None
     for _ in range(repeat):
         t = time.perf_counter()
         out = call()
         times.append(time.perf_counter() - t)
     return statistics.median(times), out
+
+
+def cpu_seconds(call: Any) -> float:
+    """CPU seconds (user + system, all threads) of one call: on a shared machine the
+    wall clock also counts other processes' time."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    call()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def run(leaves: int, repeat: int) -> list[dict[str, Any]]:
@@ -76,11 +87,12 @@ def run(leaves: int, repeat: int) -> list[dict[str, Any]]:
             "gaussian epsilon=1 delta=1e-9": dict(noise="gaussian", epsilon=1.0, delta=1e-9),
         }
         for case, kw in cases.items():
-            sec, rel = timed(lambda kw=kw: dp.census_hierarchy(
-                x, par, rng=0, accountant=dp.Accountant(rho=10.0), **kw),
-                repeat)
+            def call(kw: dict[str, Any] = kw) -> Any:
+                return dp.census_hierarchy(x, par, rng=0, accountant=dp.Accountant(rho=10.0),
+                                           **kw)
+            sec, rel = timed(call, repeat)
             row = {"hierarchy": name, "leaves": leaves, "case": case, "seconds": round(sec, 3),
-                   **check(rel)}
+                   "cpu_seconds": round(cpu_seconds(call), 3), **check(rel)}
             if kw.get("noise") == "gaussian":
                 row["split"] = [round(s, 4) for s in rel.split]
                 row["sigmas"] = [round(s, 4) for s in rel.scales]
