@@ -608,7 +608,20 @@ def default_split(parents: list[NDArray[np.int64]], n_leaves: int) -> tuple[floa
     direction while the objective keeps falling (a level that is nearly redundant, its
     share shrinking towards 0, is otherwise approached slowly). The gradient is exact
     (:meth:`_SplitObjective.value_and_gradient`, reverse mode); every evaluation reads only
-    the units above the leaves."""
+    the units above the leaves.
+
+    Parameters
+    ----------
+    parents : list of int64 arrays
+        The checked parent arrays, top level first (``hierarchy_params(...).parents``).
+    n_leaves : int
+        Units of the last level.
+
+    Returns
+    -------
+    tuple of float
+        One share per level, top first, summing to 1.
+    """
     levels = len(parents) + 1
     if levels == 1:
         return (1.0,)

@@ -255,7 +255,23 @@ class _Tree1D:
 
 class TreeRelease:
     """The result of :func:`tree_mechanism`: consistent estimates of every cell, range sums
-    and their exact variances. Everything here is post-processing of the noisy tree."""
+    and their exact variances. Everything here is post-processing of the noisy tree.
+
+    Attributes
+    ----------
+    estimate : float64 array
+        The least-squares estimate of every cell.
+    epsilon, delta, rho : float or None
+        The release's cost: epsilon (None for a release given in rho alone), delta, and the
+        zCDP rho of Gaussian noise (None for Laplace noise).
+    noise : str
+        ``"laplace"`` or ``"gaussian"``.
+    scale : float
+        The noise scale of every measured node: Laplace's, or the Gaussian's sigma.
+    node_variance : float
+        The noise variance of every measured node (``sigma**2`` for Gaussian noise), from
+        which every variance here is computed.
+    """
 
     estimate: NDArray[np.float64]
 
