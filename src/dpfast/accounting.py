@@ -1427,8 +1427,8 @@ class Accountant:
             r = _rho_amount(rho, func)
         if epsilon is None:
             if rho is None:
-                raise TypeError(f"{func} needs an epsilon (and delta) or a rho. Got "
-                                "neither.")
+                raise TypeError(f"The 'epsilon' parameter of {func} must be a float > 0 "
+                                "(or give 'rho', a zCDP cost). Got None instead.")
             d = _amount(delta, "delta", func)
             if d != 0:
                 raise ValueError(f"The 'delta' parameter of {func} applies to an epsilon; "
