@@ -129,16 +129,25 @@ def binary_counts(d=8, seed=0):
 def test_28_tables_are_charged_28_over_2_sigma_squared_once():
     counts = binary_counts()
     l2 = math.sqrt(28)
-    # (epsilon, delta) on a zCDP-composing accountant: the tightest sigma for this release,
-    # whose rho the accountant charges (its budget is larger: a release of the tightest
-    # sigma costs more rho than the tight conversion of (1, 1e-9) allows)
-    acct = dp.Accountant(epsilon=2.0, delta=1e-6, composition="zcdp")
+    # (epsilon, delta) on an (epsilon, delta) accountant: the tightest sigma for this one
+    # release, charged (epsilon, delta), its rho stated in the ledger
+    acct = dp.Accountant(epsilon=2.0, delta=1e-6)
     rel = marginals(counts, noise="gaussian", epsilon=1.0, delta=1e-9, accountant=acct, rng=0)
     assert len(rel) == 28 and len(acct) == 1                  # one charge for 28 tables
     sigma = rel.scale
     assert sigma == N.gaussian_sigma_for(l2, 1.0, 1e-9, True)
-    assert acct.spent.rho == pytest.approx(28 / (2 * sigma ** 2), rel=1e-12)
-    assert acct.spent.rho >= 28 / (2 * sigma ** 2)             # never understated
+    assert acct.spent == (1.0, 1e-9)
+    rho = acct.ledger[0].rho
+    assert rho == pytest.approx(28 / (2 * sigma ** 2), rel=1e-12)
+    assert rho >= 28 / (2 * sigma ** 2)                       # never understated
+    # On an accountant that composes in zCDP, (epsilon, delta) releases compose through
+    # zCDP: sigma from the rho of the tight conversion, which is what is charged
+    zacct = dp.Accountant(epsilon=1.0, delta=1e-9, composition="zcdp")
+    zrel = marginals(counts, noise="gaussian", epsilon=1.0, delta=1e-9, accountant=zacct,
+                     rng=0)
+    assert zacct.remaining.rho == 0.0 and zacct.spent.rho == zacct.rho
+    assert zrel.scale == pytest.approx(math.sqrt(28 / (2 * zacct.rho)), rel=1e-12)
+    assert 28 / (2 * zrel.scale ** 2) <= zacct.rho
     assert (rel.noise, rel.epsilon, rel.delta) == ("gaussian", 1.0, 1e-9)
     # 28 tables calibrated one by one at (epsilon/28, delta/28) and composed would need
     # several times the noise
@@ -314,7 +323,7 @@ def test_error_bounds_hold_in_simulation(simulation, method):
 
 
 def test_release_accuracy_methods_take_the_release_noise():
-    acct = dp.Accountant(epsilon=2.0, delta=1e-6, composition="zcdp")
+    acct = dp.Accountant(epsilon=2.0, delta=1e-6)
     kw = {"noise": "gaussian", "epsilon": 1.0, "delta": 1e-7}
     rel = marginals(COUNTS, **kw, accountant=acct, rng=0)
     shape = list(COUNTS.shape)

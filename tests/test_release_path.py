@@ -376,3 +376,15 @@ def test_gaussian_noise_refused_by_the_budget_draws_nothing(name):
     acct, rng = dp.Accountant(rho=1e-9), dp.ChaCha20(7)
     with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
         call(name, _gaussian(name, rho=0.5), acct, rng)
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_an_epsilon_delta_release_fits_a_zcdp_accountant_of_that_budget(name):
+    # Releases charged to an accountant that composes in zCDP are calibrated through rho,
+    # so a release of the accountant's whole (epsilon, delta) takes exactly its rho.
+    acct, rng = dp.Accountant(epsilon=1.0, delta=1e-9, composition="zcdp"), dp.ChaCha20(7)
+    call(name, _gaussian(name, epsilon=1.0, delta=1e-9), acct, rng)
+    assert len(acct) == 1 and acct.remaining.rho == 0.0
+    assert acct.spent.epsilon <= 1.0
+    with spends_nothing(acct, rng), pytest.raises(dp.BudgetExceededError):
+        call(name, _gaussian(name, epsilon=1e-3, delta=1e-9), acct, rng)

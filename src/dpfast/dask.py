@@ -203,7 +203,7 @@ def noisy_counts(counts: da.Array, *, noise: str = "laplace", epsilon: float | N
                          f"counts.compute_chunk_sizes() first, or write the counts out. "
                          f"Nothing was read or spent.")
     integer = kind in "iu"
-    m = counting_measure(func, noise, epsilon, delta, rho, sensitivity, integer)
+    m = counting_measure(func, noise, epsilon, delta, rho, sensitivity, integer, accountant)
     check = _v.check_bool(check, "check", func)
     out_dtype = _out_dtype(dtype, integer, counts.dtype, m.noise, check, func)
     if counts.size == 0:
@@ -492,7 +492,7 @@ def tree_mechanism(frame: Any, column: Hashable, leaves: int, *,
         raise ValueError(f"The 'leaves' parameter of dpfast.dask.{func} must be at most "
                          f"{_tree.MAX_CELLS}. Got {n} instead.")
     params = _tree.tree_params((n,), True, epsilon, branching, func, noise=noise,
-                               delta=delta, rho=rho)
+                               delta=delta, rho=rho, accountant=accountant)
     _check_codes_column(frame, column, func)
     total = _counted(frame, [column], _code_counts, column, n, func)
     plan = dask.delayed(_tree.tree_plan)(total, params, func)
@@ -583,7 +583,7 @@ def _released_counts(func: str, data: Any, columns: list[Hashable] | None, count
     table of sensitivity 1), then :func:`_released` of the counts summed on the workers,
     noised with discrete Laplace or discrete Gaussian noise."""
     _hist._check_postprocess(postprocess, func)
-    m = counting_measure(func, noise, epsilon, delta, rho)
+    m = counting_measure(func, noise, epsilon, delta, rho, accountant=accountant)
     total = _counted(data, columns, count, *args)
     return _released(func, total, m, accountant, rng, _noise_table, m.noise, postprocess)
 

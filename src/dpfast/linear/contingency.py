@@ -233,7 +233,7 @@ def _l2(tables: int) -> float:
 
 
 def _measure(func: str, noise: object, epsilon: object, delta: object, rho: object,
-             tables: int) -> Measure:
+             tables: int, accountant: object = None) -> Measure:
     """The noise of ``tables`` tables released together, and its cost, from the release's
     privacy keywords (:func:`dpfast.noise.measure`, over the whole release: a record is in
     one cell of each table, l1 sensitivity ``tables``, l2 ``sqrt(tables)``), with the
@@ -243,7 +243,7 @@ def _measure(func: str, noise: object, epsilon: object, delta: object, rho: obje
         # Today's check and message for a Laplace scale out of the kernel's range.
         _scale(tables, _v.check_epsilon(epsilon, func), func)
     m = measure(func, noise, epsilon, delta, rho, l1=float(tables), l2=_l2(tables),
-                integer=True)
+                integer=True, accountant=accountant)
     if isinstance(m.noise, Gaussian) and not _v.MIN_SCALE <= m.noise.sigma <= MAX_DISCRETE_SIGMA:
         given = "'rho'" if m.epsilon is None else "'epsilon' and 'delta'"
         raise ValueError(f"The {given} parameters of {func} must give a Gaussian sigma for "
@@ -563,7 +563,7 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float | None = None,
     ([dtype('int64'), dtype('int64')], 0.5)
     """
     func = "crosstab"
-    m = _measure(func, noise, epsilon, delta, rho, 1)
+    m = _measure(func, noise, epsilon, delta, rho, 1, accountant)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads,
                   rho=m.rho)                      # checked before the counting
     names = _check_columns(columns, func)
@@ -852,7 +852,7 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
         counts = _check_counts(data, func)
         plan, cats = _counts_plan(counts, keys, k, workload, func)
     # One measure for all the tables together, over the release's whole sensitivity.
-    m = _measure(func, noise, epsilon, delta, rho, len(plan.sets))
+    m = _measure(func, noise, epsilon, delta, rho, len(plan.sets), accountant)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads,
                   rho=m.rho)                      # checked before the counting
     if how == "consistent":

@@ -444,7 +444,7 @@ def tree_mechanism(counts: ArrayLike, *, epsilon: float | None = None,
                          f"cells. Got {_v.describe(src)} instead.")
     data, integer = _v.check_data(src, "counts", func)
     params = tree_params(data.shape, integer, epsilon, branching, func, noise=noise,
-                         delta=delta, rho=rho)
+                         delta=delta, rho=rho, accountant=accountant)
     plan = tree_plan(data, params, func)
     cost = params.cost
     rel = Release(func, accountant, cost.epsilon, cost.delta, rng, threads, plan.nodes.size,
@@ -471,7 +471,8 @@ class TreeParams:
 
 def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
                 branching: object, func: str, *, noise: str = "laplace",
-                delta: float | None = None, rho: float | None = None) -> TreeParams:
+                delta: float | None = None, rho: float | None = None,
+                accountant: object = None) -> TreeParams:
     """The checks of a tree release that read no count: the trees' shapes, then the noise
     and the cost from the privacy keywords (:func:`dpfast.noise.measure` over the l1
     sensitivity ``h`` and the l2 sensitivity ``sqrt(h)``, ``h`` the number of measured
@@ -489,7 +490,7 @@ def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
     while Fraction(l2) ** 2 < per_record:
         l2 = math.nextafter(l2, math.inf)
     cost = measure(func, noise, epsilon, delta, rho, l1=float(per_record), l2=l2,
-                   integer=integer)
+                   integer=integer, accountant=accountant)
     if isinstance(cost.noise, Gaussian) and integer:
         check_sigma(cost.noise.sigma, func)
     trees = tuple(_Tree1D(n, b, h, cost.noise.variance) for n, (b, h) in zip(shape, shapes))

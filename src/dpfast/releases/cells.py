@@ -53,7 +53,8 @@ def release_key(func: str, accountant: AccountantLike | None, epsilon: float | N
 
 
 def counting_measure(func: str, noise: object, epsilon: object, delta: object, rho: object,
-                     sensitivity: object = 1.0, integer: bool = True) -> Measure:
+                     sensitivity: object = 1.0, integer: bool = True,
+                     accountant: object = None) -> Measure:
     """The noise and cost of a release of disjoint counts (one record moves one cell by at
     most ``sensitivity``: l1 = l2 = ``sensitivity``), from its ``noise=``, ``epsilon=``,
     ``delta=`` and ``rho=`` keywords (:func:`dpfast.noise.measure`), checked for the kernel
@@ -64,7 +65,8 @@ def counting_measure(func: str, noise: object, epsilon: object, delta: object, r
     if isinstance(noise, str) and noise == "laplace" and rho is None and epsilon is not None:
         _v.check_mechanism_scale(d, _v.check_epsilon(epsilon, func), func,
                                  high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
-    m = measure(func, noise, epsilon, delta, rho, l1=d, l2=d, integer=integer)
+    m = measure(func, noise, epsilon, delta, rho, l1=d, l2=d, integer=integer,
+                accountant=accountant)
     if isinstance(m.noise, Gaussian):
         high = MAX_DISCRETE_SIGMA if integer else _v.MAX_SCALE
         if not _v.MIN_SCALE <= m.noise.sigma <= high:

@@ -147,7 +147,7 @@ def _prepare(func: str, noise: object, epsilon: object, delta: object, rho: obje
     release's check phase (its noise and cost, over the table's sensitivity 1 in l1 and
     l2; the accountant, generator and threads resolved now, before the records are
     counted)."""
-    m = counting_measure(func, noise, epsilon, delta, rho)
+    m = counting_measure(func, noise, epsilon, delta, rho, accountant=accountant)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
     if m.epsilon is None:
         rel.affordable()            # rho alone on an (epsilon, delta) budget: refused now
@@ -587,7 +587,7 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
         is_int = False
     else:
         src, is_int = _v.check_data(src, "counts", func)   # converts or raises
-    m = counting_measure(func, noise, epsilon, delta, rho, d, is_int)
+    m = counting_measure(func, noise, epsilon, delta, rho, d, is_int, accountant)
     refuse_unpayable_kind(func, accountant, m)
     dst = _check_out(out, src, is_int, postprocess, func)
     if dst is not src and np.shares_memory(src, dst) and not _same_buffer(src, dst):
