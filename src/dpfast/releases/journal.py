@@ -72,8 +72,9 @@ UNDO_SUFFIX = ".dpfast-undo"
 #: The durability levels of a release into a file.
 DURABILITY = ("process", "power")
 # What must agree between an interrupted release and the call that resumes it.
-RESUME_KEYS = ("func", "file", "offset", "nbytes", "shape", "dtype", "source", "epsilon",
-               "sensitivity", "clip", "block", "device", "inode", "size", "owner")
+RESUME_KEYS = ("func", "file", "offset", "nbytes", "shape", "dtype", "source", "noise",
+               "epsilon", "delta", "rho", "sigma", "sensitivity", "clip", "block", "device",
+               "inode", "size", "owner")
 # Of those, the ones that say which file it is (the file was replaced if they differ).
 FILE_KEYS = ("device", "inode", "size", "owner")
 # Free space asked of the directory beyond the undo file (the journal's records).
