@@ -150,6 +150,22 @@ def test_demo_bad_arguments_give_a_message_not_a_traceback(argv, capsys):
     assert "error" in err and "Traceback" not in err
 
 
+def test_readme_zcdp_example_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)
+              if 'composition="zcdp"' in b]
+    assert len(blocks) == 1
+    namespace = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
+    first, second = capsys.readouterr().out.strip().splitlines()
+    rho, eps, left = map(float, first.split())
+    acct = namespace["acct"]
+    assert rho == 0.012 and eps <= 1.0 and left == acct.rho - 0.012
+    records, spent = second.split()
+    assert int(records) == 4 and float(spent) == 0.012 + 1000 * 1e-6 / 2
+    assert len(namespace["tables"]) == 6
+
+
 def test_readme_selection_example_runs():
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
