@@ -260,3 +260,22 @@ def test_peer_synthesizer_that_cannot_run_is_reported_not_waited_for():
     from dpfast.benchmarks import linear
     seconds, answers, outcome = linear.smartnoise("mwem", {}, 1.0, 2, timeout=60)
     assert answers is None and outcome == "failed" and seconds < 30
+
+
+def test_budgets_benchmark_runs_small(tmp_path):
+    # `dpfast bench --budgets` at tiny sizes: every part runs, checks its own results, and the
+    # Markdown shows each figure beside its baseline (timings are not asserted).
+    from dpfast.benchmarks import budgets
+    report = {"machine": budgets.machine_info(),
+              "gaussian_counts": budgets.gaussian_counts(10**4, 2, 1),
+              "opendp": budgets.versus_opendp(1000, 30.0, 1),
+              "gaussian_mechanism": budgets.gaussian_mechanism(10**4, 0, 500),
+              "hierarchy": budgets.hierarchy(10**4, 1),
+              "leases": budgets.leases(200, (50,), 5, 1, str(tmp_path))}
+    assert [r["case"] for r in report["gaussian_counts"]["rows"]][0].startswith("discrete Lap")
+    assert report["gaussian_counts"]["rows"][0]["vs_laplace"] == 1.0
+    assert report["hierarchy"]["children_sum"] and report["hierarchy"]["non_negative_integers"]
+    assert report["leases"]["reread_agrees"]
+    assert list(tmp_path.iterdir()) == []                     # its ledger removed
+    text = budgets.to_markdown(report)
+    assert "vs discrete Laplace" in text and "(baseline)" in text

@@ -871,6 +871,8 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         return _bench_linear(args, out, json_out)
     if args.interactive:
         return _bench_interactive(args, out, json_out)
+    if args.budgets:
+        return _bench_budgets(args, out, json_out)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
                             include_libraries=not args.no_libraries,
                             scaling_too=args.scaling and not args.quick,
@@ -921,6 +923,14 @@ def _bench_interactive(args: argparse.Namespace, out: TextIO,
 
     report = interactive.run(quick=args.quick)
     return _print_report(report, interactive.to_markdown(report), args, out, json_out)
+
+
+def _bench_budgets(args: argparse.Namespace, out: TextIO,
+                   json_out: "OutputFile | None") -> int:
+    from .benchmarks import budgets
+
+    report = budgets.run(quick=args.quick)
+    return _print_report(report, budgets.to_markdown(report), args, out, json_out)
 
 
 def _print_report(report: dict[str, Any], markdown: str, args: argparse.Namespace,
@@ -1154,6 +1164,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="instead, the sparse vector technique over 10^7 streamed queries "
                             "(vs numpy), the auditor's samples per second and private "
                             "multiplicative weights' answers per second")
+    bench.add_argument("--budgets", action="store_true",
+                       help="instead, discrete Gaussian noise beside discrete Laplace and "
+                            "OpenDP, gaussian_mechanism's std over sigma, a census hierarchy "
+                            "with a rho per level, and spends through leases beside the "
+                            "ledger's durable spend")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
     bench.add_argument("--force", action="store_true",
