@@ -106,6 +106,13 @@ cdef extern from "sampling.h":
         int narrow
         int abits
         int fbits
+        int jbits
+        int lbits
+        uint64_t jmask
+        uint64_t lmask
+        double cq[4]
+        double dq[3]
+        double Mq
         double M
         double s
         double inv_s

@@ -68,24 +68,32 @@ is ``g * Z`` with ``Z`` discrete Gaussian of parameter ``sigma / g`` on the powe
 for Laplace noise, the set of possible outputs does not depend on the input.
 
 ``Z`` is drawn by rejection (as in Canonne, Kamath & Steinke 2020) from a proposal that
-needs no floating-point arithmetic: ``X = +-(G M + V)`` with ``M = 2**m``, ``V`` uniform in
-``[0, M)`` from ``m`` random bits, ``G = floor(lz / r)`` for ``lz`` the number of leading zeros
-of a random bit string (so ``P[G >= j] = 2**(-r j)`` exactly) and "-0" rejected. Its
-probabilities ``q(x)`` are exact dyadic numbers, and
-``q(x) * a(x)`` is proportional to ``exp(-x**2 / (2 sigma**2))`` for the acceptance
-probability ``a(x) = exp(-(|x| - s)**2 / (2 sigma**2) - c V)``, ``c = r ln2 / M``,
-``s = sigma**2 c``. The kernel picks ``(m, r)`` for the best acceptance rate (about 0.5
-for sigma >= 1: ``M`` near ``sigma ln 2``, ``r = 1``). The test ``U < a(x)`` reads the first 8
-or 16 bits of ``U`` and, only when they tie with ``a(x)``'s, a full-precision uniform: it
-accepts with probability exactly the computed ``a(x)``. Two 32-bit proposals come from one
-64-bit ChaCha20 word while ``m <= 12``, one per word above.
+needs no floating-point arithmetic: ``X = +-(G M + V)`` with ``M = 2**m``, ``G = floor(lz / r)``
+for ``lz`` the number of leading zeros of a random bit string (so ``P[G >= j] = 2**(-r j)``
+exactly), ``V`` in ``[0, M)`` and "-0" rejected. For ``m >= 2``, ``V = j M/4 + low`` with
+``low`` uniform on ``m - 2`` bits and the quarter ``j`` from 4 bits with probabilities
+``w = (5, 4, 4, 3)/16`` (a dyadic staircase close to the ``2**(-u)`` slope inside a block);
+for ``m < 2``, ``V`` is uniform. Its probabilities ``q(x)`` are exact dyadic numbers, and
+``q(x) a(x)`` is proportional to ``exp(-x**2 / (2 sigma**2))`` for the acceptance
+probability ``a(x) = exp(-(|x| - s)**2 / (2 sigma**2) - c low + cq_j)``, ``c = r ln2 / M``,
+``s = sigma**2 c``, ``cq_j = ln(lambda / w_j) - j r ln2 / 4 <= 0`` with
+``lambda = min_j w_j 2**(j r / 4)`` (``cq = 0`` without quarters). The kernel picks
+``(m, r)`` for the best acceptance rate (about 0.6 for sigma >= 3: ``M`` near
+``sigma ln 2``, ``r = 1``; 0.36 to 0.5 below). The test ``U < a(x)`` reads the first 8 or 16
+bits of ``U`` and, only when they tie with ``a(x)``'s, a full-precision uniform: it accepts
+with probability exactly the computed ``a(x)``. Two 32-bit proposals come from one 64-bit
+ChaCha20 word while their fields fit (``m <= 10``), one per word above. The vector loops
+decide most proposals from a shorter series for ``exp`` whose error is bounded, and hand the
+undecided ones to the exact scalar path, so the decisions are those of the exact
+computation, bit for bit, on every instruction set.
 
 Distance from the ideal distribution: the only floating-point error is that of the
 computed ``a(x)``. With ``d = (|x| - s)/sigma`` and ``kappa = s/sigma = sigma r ln2 / M``,
-the computed exponent is within ``2**-53 (4.3 d**2 + 4.2 kappa |d| + 3 r + 1)`` of the exact
-one (``|x|`` is exact; ``c`` and ``s`` carry 2 and 4 roundings, ``d`` 3 more, its square and the
-sums 3 more), and the exponential adds at most ``2**-51`` relative, so
-``|ln(a_computed(x) / a(x))| <= eta_a(d) = 1.001 * 2**-53 (4.3 d**2 + 4.2 kappa |d| + 3 r + 5)``
+the computed exponent is within ``2**-53 (4.3 d**2 + 4.2 kappa |d| + 3 r + 9)`` of the exact
+one (``|x|`` and ``low`` are exact; ``c`` and ``s`` carry 2 and 4 roundings, ``d`` 3 more,
+its square and the sums 3 more; the quarter constants, below 1 in magnitude, 8 units), and
+the exponential adds at most ``2**-51`` relative, so
+``|ln(a_computed(x) / a(x))| <= eta_a(d) = 1.001 * 2**-53 (4.3 d**2 + 4.2 kappa |d| + 3 r + 13)``
 (below about 700 in the exponent; beyond, ``a`` underflows to 0, an absolute error under
 1e-300). Rejection sampling divides by the acceptance rate, which the same bound moves by
 at most its largest value over where the mass is; so for every output ``z`` with
@@ -175,7 +183,7 @@ def gaussian_fp_error(sigma: float, reach: float) -> float:
     m, r, _ = _native.dgauss_proposal(sigma)
     kappa = sigma * r * math.log(2.0) / 2.0**m
     d = reach + kappa
-    eta_a = 1.001 * 2.0**-53 * (4.3 * d * d + 4.2 * kappa * d + 3.0 * r + 5.0)
+    eta_a = 1.001 * 2.0**-53 * (4.3 * d * d + 4.2 * kappa * d + 3.0 * r + 13.0)
     return 2.0 * eta_a + 2.0**-60
 
 
@@ -194,9 +202,9 @@ def gaussian_fp_loss(sigma: float, n: int, q: float) -> float:
     kappa = sigma * r * math.log(2.0) / 2.0**m
     c = 1.001 * 2.0**-53
     s2 = q + n * kappa * kappa
-    point = c * (4.3 * s2 + 4.2 * kappa * math.sqrt(n * s2) + (3.0 * r + 5.0) * n)
+    point = c * (4.3 * s2 + 4.2 * kappa * math.sqrt(n * s2) + (3.0 * r + 13.0) * n)
     ed2 = 1.0 + kappa * kappa
-    norm = n * (c * (4.3 * ed2 + 4.2 * kappa * math.sqrt(ed2) + 3.0 * r + 5.0) * 1.001
+    norm = n * (c * (4.3 * ed2 + 4.2 * kappa * math.sqrt(ed2) + 3.0 * r + 13.0) * 1.001
                 + 2.0**-60)
     return point + norm
 

@@ -110,6 +110,12 @@ typedef struct {
     int narrow;             /* 1: two 32-bit proposals a word */
     int abits;              /* acceptance bits: 8 (narrow) or 16 */
     int fbits;              /* bits of the geometric field */
+    int jbits;              /* 4: V = j M/4 + low, j from 4 bits (m >= 2); 0: V = low */
+    int lbits;              /* bits of low */
+    uint64_t jmask, lmask;
+    double cq[4];           /* per quarter: ln(lambda / w_j) - j r ln2 / 4 (0 if jbits = 0) */
+    double dq[3];           /* cq[j + 1] - cq[j] (the exponent adds cq[0] + its steps) */
+    double Mq;              /* M / 4 (2^lbits) */
     double M;
     double rinv;            /* 1/r (G = floor((lz + 0.5) / r), exact for lz < 2^40) */
     double s;               /* sigma^2 cv */
