@@ -148,6 +148,8 @@ cdef extern from "sampling.h":
     void dpf_dlap_params_init(dpf_dlap_params *p, double t) nogil
     void dpf_fill_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     void dpf_dgauss_params(dpf_dgauss_task *task, double sigma) nogil
+    void dpf_dgauss_choose(double sigma, int *m, int *r) nogil
+    void dpf_dgauss_setup(dpf_dgauss_task *task, double sigma, int m, int r) nogil
     void dpf_dgauss_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     double dpf_dgauss_efficiency(double sigma, int m, int r) nogil
     double dpf_dgauss_accept_prob(const dpf_dgauss_task *task, double g, double v) nogil
@@ -760,10 +762,28 @@ def laplace_scalar(source, int threads, double t, double g, object base=None):
     return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, &b)
 
 
+# sigma -> (m, r) of the discrete Gaussian's proposal: choosing sums acceptance rates (tens of
+# microseconds for small sigma), and releases draw the same few sigmas again and again.
+_dgauss_choices = {}
+
+
+cdef void _dgauss_params(dpf_dgauss_task *task, double sigma):
+    cdef int m, r
+    got = _dgauss_choices.get(sigma)
+    if got is None:
+        dpf_dgauss_choose(sigma, &m, &r)
+        if len(_dgauss_choices) >= 1024:
+            _dgauss_choices.clear()
+        _dgauss_choices[sigma] = (m, r)
+    else:
+        m, r = got
+    dpf_dgauss_setup(task, sigma, m, r)
+
+
 cdef _dgauss(object source, cnp.ndarray out, int dtype, double sigma, int kind, double g,
              object base, int threads, uint64_t chunk0):
     cdef dpf_dgauss_task task
-    dpf_dgauss_params(&task, sigma)
+    _dgauss_params(&task, sigma)
     task.kind = kind
     task.g = g
     task.ginv = 1.0 / g
@@ -801,14 +821,14 @@ def dgauss_proposal(double sigma):
     """(m, r, efficiency): the discrete Gaussian sampler's proposal for sigma (block 2^m,
     geometric ratio 2^-r per block) and its expected acceptance rate."""
     cdef dpf_dgauss_task task
-    dpf_dgauss_params(&task, sigma)
+    _dgauss_params(&task, sigma)
     return task.m, task.r, dpf_dgauss_efficiency(sigma, task.m, task.r)
 
 
 def dgauss_accept_prob(double sigma, double g, double v):
     """The sampler's computed acceptance probability of the proposal |x| = g 2^m + v."""
     cdef dpf_dgauss_task task
-    dpf_dgauss_params(&task, sigma)
+    _dgauss_params(&task, sigma)
     return dpf_dgauss_accept_prob(&task, g, v)
 
 

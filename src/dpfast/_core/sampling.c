@@ -935,7 +935,7 @@ double dpf_dgauss_efficiency(double sigma, int m, int r)
     double step = M / npts, tot = 0.0;
     for (int g = 0; g < 1 << 20; g++) {
         double w = pg * ldexp(1.0, -r * g) / M;            /* both signs: 2 * q / 2 */
-        if (w == 0.0 || (g * M > s + 40.0 * sigma + 1.0))
+        if (w == 0.0 || (g * M > s + 12.0 * sigma + 1.0))   /* beyond: below e^-72 */
             break;
         double sub = 0.0;
         for (int k = 0; k < npts; k++) {
@@ -952,34 +952,55 @@ double dpf_dgauss_efficiency(double sigma, int m, int r)
     return tot - 0.5 * (pg / M) * w0 * exp(-0.5 * (s / sigma) * (s / sigma) + cq[0]) * step;
 }
 
-void dpf_dgauss_params(dpf_dgauss_task *task, double sigma)
+void dpf_dgauss_choose(double sigma, int *m, int *r)
 {
     int bm = 39, br = 1;
     double be = -1.0;
-    if (sigma * DPF_LN2 >= 1.0) {
+    double lg = sigma * DPF_LN2 >= 1.0 ? log2(sigma * DPF_LN2) : 0.0;
+    if (lg >= 7.0) {
+        /* Blocks of 128 or more: the acceptance rate depends on sigma / M only (the sums
+         * are integrals), and is best for M = 2^round(log2(sigma ln2)) (within 0.01 of the
+         * best where the two nearest powers tie). */
+        bm = (int)rint(lg);
+        if (bm > 39)
+            bm = 39;
+    } else if (sigma * DPF_LN2 >= 1.0) {
         /* r = 1: the proposal's decay 2^-1 per block of M; M near sigma ln 2 matches the
          * Gaussian's slope where most of its mass is. */
-        int m0 = (int)floor(log2(sigma * DPF_LN2));
-        for (int m = m0 - 1; m <= m0 + 2; m++) {
-            if (m < 0 || m > 39)
+        int m0 = (int)floor(lg);
+        for (int mm = m0 - 1; mm <= m0 + 2; mm++) {
+            if (mm < 0)
                 continue;
-            double e = dpf_dgauss_efficiency(sigma, m, 1);
+            double e = dpf_dgauss_efficiency(sigma, mm, 1);
             if (e > be) {
                 be = e;
-                bm = m;
+                bm = mm;
             }
         }
     } else {
         /* M = 1: a two-sided geometric of ratio 2^-r. */
         bm = 0;
-        for (int r = 1; r <= 40; r++) {
-            double e = dpf_dgauss_efficiency(sigma, 0, r);
+        for (int rr = 1; rr <= 40; rr++) {
+            double e = dpf_dgauss_efficiency(sigma, 0, rr);
             if (e > be) {
                 be = e;
-                br = r;
+                br = rr;
             }
         }
     }
+    *m = bm;
+    *r = br;
+}
+
+void dpf_dgauss_params(dpf_dgauss_task *task, double sigma)
+{
+    int bm, br;
+    dpf_dgauss_choose(sigma, &bm, &br);
+    dpf_dgauss_setup(task, sigma, bm, br);
+}
+
+void dpf_dgauss_setup(dpf_dgauss_task *task, double sigma, int bm, int br)
+{
     task->m = bm;
     task->r = br;
     task->jbits = bm >= 2 ? 4 : 0;

@@ -132,6 +132,10 @@ typedef struct {
 
 /* Sets m, r (the proposal that accepts most often for sigma) and the constants above. */
 void dpf_dgauss_params(dpf_dgauss_task *task, double sigma);
+/* The two halves of dpf_dgauss_params: the choice of (m, r) (which sums the acceptance rate
+ * of a few candidates for small sigma: callers may cache it), and the constants. */
+void dpf_dgauss_choose(double sigma, int *m, int *r);
+void dpf_dgauss_setup(dpf_dgauss_task *task, double sigma, int m, int r);
 /* The expected acceptance rate of the proposal (m, r) for sigma (approximate; for tests). */
 double dpf_dgauss_efficiency(double sigma, int m, int r);
 void dpf_dgauss_chunk(void *task, int64_t chunk, int slot);

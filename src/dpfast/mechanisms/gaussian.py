@@ -48,6 +48,7 @@ Measured (``bench/bench_gaussian.py``): the released standard deviation is withi
 the analytic sigma at ``10**7`` coordinates, epsilon 0.1, delta 1e-9, and for a scalar at
 epsilon 1e-6, delta 1e-5; no number of coordinates is refused.
 """
+import functools
 import math
 import sys
 from typing import TYPE_CHECKING, Literal
@@ -297,12 +298,14 @@ def _fp_budgets(eps: float, dlt: float, dims: int,
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
                 calibration: Literal["analytic", "classic"],
                 func: str) -> tuple[float, float]:
     """(sigma, g) of a grid release of ``dims`` coordinates: g from the rounding budget, sigma
     calibrated for the sensitivity plus what rounding can add, with the floating-point and
-    lattice terms charged (module docstring)."""
+    lattice terms charged (module docstring). Cached: a pure function of public parameters,
+    and repeated small releases ask for the same ones."""
     margin = 1.0 - 1e-4
     root = math.sqrt(dims)
     g_budget = _pow2_floor(_ROUNDING_SHARE * d2 / root)
