@@ -308,9 +308,16 @@ def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
     and repeated small releases ask for the same ones."""
     margin = 1.0 - 1e-4
     root = math.sqrt(dims)
-    g_budget = _pow2_floor(_ROUNDING_SHARE * d2 / root)
+    share = _ROUNDING_SHARE * d2 / root
+    g_budget = _pow2_floor(share) if share >= sys.float_info.min else 0.0
+
+    def grid(sigma: float) -> float:
+        # The budget's grid, within 2^20 to 2^39 steps per sigma.
+        return max(min(g_budget, _pow2_floor(sigma / _MIN_STEPS)),
+                   _pow2_ceil(sigma / _MAX_STEPS))
+
     sigma = _check_sigma(_sigma(d2, eps, dlt, calibration, func, margin), d2, eps, dlt, func)
-    g = min(g_budget, _pow2_floor(sigma / _MIN_STEPS))
+    g = grid(sigma)
     # sigma depends on g (through D2 + g sqrt(d) and the sampler's error at sigma/g) and g on
     # sigma (the bounds on steps per sigma): iterate to a fixed point. g moves by powers of
     # two and sigma by a few 1e-4 at most, so this settles in a round or two.
@@ -321,11 +328,9 @@ def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
         sigma = min(_sigma(d2 + g * root, e0, d0, calibration, func, margin)
                     for e0, d0 in budgets)
         _check_sigma(sigma, d2, eps, dlt, func)
-        want = max(min(g_budget, _pow2_floor(sigma / _MIN_STEPS)),
-                   _pow2_ceil(sigma / _MAX_STEPS))
-        if want == g:
+        if grid(sigma) == g:
             return sigma, g
-        g = want
+        g = grid(sigma)
     raise ValueError(
         f"{func} cannot calibrate a grid release of {dims:,} coordinates at "
         f"sensitivity={d2!r}, epsilon={eps!r}, delta={dlt!r}: the floating-point error of "
