@@ -101,10 +101,23 @@ cdef extern from "sampling.h":
         uint64_t chunk0
     ctypedef struct dpf_dgauss_task:
         uint32_t key[8]
-        dpf_dlap_params lap
-        double s2t
+        int m
+        int r
+        int narrow
+        int abits
+        int fbits
+        int jbits
+        int lbits
+        uint64_t jmask
+        uint64_t lmask
+        double cq[4]
+        double dq[3]
+        double Mq
+        double M
+        double s
         double inv_s
-        int grid
+        double cv
+        int kind
         double g
         double ginv
         const void *base
@@ -135,7 +148,15 @@ cdef extern from "sampling.h":
     void dpf_dlap_params_init(dpf_dlap_params *p, double t) nogil
     void dpf_fill_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     void dpf_dgauss_params(dpf_dgauss_task *task, double sigma) nogil
+    void dpf_dgauss_choose(double sigma, int *m, int *r) nogil
+    void dpf_dgauss_setup(dpf_dgauss_task *task, double sigma, int m, int r) nogil
     void dpf_dgauss_chunk(void *task, int64_t chunk, int slot) noexcept nogil
+    double dpf_dgauss_efficiency(double sigma, int m, int r) nogil
+    double dpf_dgauss_accept_prob(const dpf_dgauss_task *task, double g, double v) nogil
+    enum:
+        DPF_DG_I64
+        DPF_DG_GRID
+        DPF_DG_I32
     void dpf_select_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     void dpf_sum_exp_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     int64_t dpf_find_exp(const void *u, int utype, int64_t lo, int64_t n, double umax,
@@ -741,11 +762,29 @@ def laplace_scalar(source, int threads, double t, double g, object base=None):
     return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, &b)
 
 
-cdef _dgauss(object source, cnp.ndarray out, int dtype, double sigma, int grid, double g,
+# sigma -> (m, r) of the discrete Gaussian's proposal: choosing sums acceptance rates (tens of
+# microseconds for small sigma), and releases draw the same few sigmas again and again.
+_dgauss_choices = {}
+
+
+cdef void _dgauss_params(dpf_dgauss_task *task, double sigma):
+    cdef int m, r
+    got = _dgauss_choices.get(sigma)
+    if got is None:
+        dpf_dgauss_choose(sigma, &m, &r)
+        if len(_dgauss_choices) >= 1024:
+            _dgauss_choices.clear()
+        _dgauss_choices[sigma] = (m, r)
+    else:
+        m, r = got
+    dpf_dgauss_setup(task, sigma, m, r)
+
+
+cdef _dgauss(object source, cnp.ndarray out, int dtype, double sigma, int kind, double g,
              object base, int threads, uint64_t chunk0):
     cdef dpf_dgauss_task task
-    dpf_dgauss_params(&task, sigma)
-    task.grid = grid
+    _dgauss_params(&task, sigma)
+    task.kind = kind
     task.g = g
     task.ginv = 1.0 / g
     task.chunk0 = chunk0
@@ -759,16 +798,38 @@ cdef _dgauss(object source, cnp.ndarray out, int dtype, double sigma, int grid, 
 
 def fill_discrete_gaussian(source, int threads, cnp.ndarray out not None, double sigma,
                            object base=None, uint64_t chunk0=0):
-    """out[i] = base[i] + Z_i (int64; base None or out itself allowed), Z_i discrete
-    Gaussian with parameter sigma (P[Z = z] proportional to exp(-z^2 / (2 sigma^2)))."""
-    return _dgauss(source, out, cnp.NPY_INT64, sigma, 0, 1.0, base, threads, chunk0)
+    """out[i] = base[i] + Z_i, Z_i discrete Gaussian with parameter sigma (P[Z = z]
+    proportional to exp(-z^2 / (2 sigma^2))); out int64 or int32 (an int32 sum is computed
+    in int64 and narrowed: the caller keeps it in range, as for fill_discrete_laplace), base
+    of the same type, None, or out itself.  Cell i's noise depends on the key, i and chunk0
+    only; int32 and int64 cells get the same noise."""
+    if cnp.PyArray_TYPE(out) == cnp.NPY_INT32:
+        return _dgauss(source, out, cnp.NPY_INT32, sigma, DPF_DG_I32, 1.0, base, threads,
+                       chunk0)
+    return _dgauss(source, out, cnp.NPY_INT64, sigma, DPF_DG_I64, 1.0, base, threads, chunk0)
 
 
 def fill_gaussian(source, int threads, cnp.ndarray out not None, double sigma_cells, double g,
                   object base=None, uint64_t chunk0=0):
     """out[i] = (rint(base[i]/g) + Z_i) * g (float64), Z_i discrete Gaussian with parameter
     sigma_cells (the Gaussian's sigma in grid steps), g a power of two."""
-    return _dgauss(source, out, cnp.NPY_FLOAT64, sigma_cells, 1, g, base, threads, chunk0)
+    return _dgauss(source, out, cnp.NPY_FLOAT64, sigma_cells, DPF_DG_GRID, g, base, threads,
+                   chunk0)
+
+
+def dgauss_proposal(double sigma):
+    """(m, r, efficiency): the discrete Gaussian sampler's proposal for sigma (block 2^m,
+    geometric ratio 2^-r per block) and its expected acceptance rate."""
+    cdef dpf_dgauss_task task
+    _dgauss_params(&task, sigma)
+    return task.m, task.r, dpf_dgauss_efficiency(sigma, task.m, task.r)
+
+
+def dgauss_accept_prob(double sigma, double g, double v):
+    """The sampler's computed acceptance probability of the proposal |x| = g 2^m + v."""
+    cdef dpf_dgauss_task task
+    _dgauss_params(&task, sigma)
+    return dpf_dgauss_accept_prob(&task, g, v)
 
 
 # -- selection kernels --------------------------------------------------------------------

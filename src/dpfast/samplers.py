@@ -62,23 +62,52 @@ most 18.
 Gaussian noise
 --------------
 Noise is exact-lattice: ``discrete_gaussian(sigma)`` is the discrete Gaussian
-``P[Z = z]`` proportional to ``exp(-z**2 / (2 sigma**2))`` on the integers, drawn by the
-rejection sampler of Canonne, Kamath & Steinke (2020) from discrete Laplace proposals with
-full-precision uniforms; ``gaussian(sigma)`` is ``g * Z`` with ``Z`` discrete Gaussian of
-parameter ``sigma / g`` on the power-of-two grid ``g = gaussian_granularity(sigma)`` (the
-smallest power of two >= ``sigma * 2**-20``), so, as for Laplace noise, the set of possible
-outputs does not depend on the input.
+``P[Z = z]`` proportional to ``exp(-z**2 / (2 sigma**2))`` on the integers; ``gaussian(sigma)``
+is ``g * Z`` with ``Z`` discrete Gaussian of parameter ``sigma / g`` on the power-of-two grid
+``g = gaussian_granularity(sigma)`` (the smallest power of two >= ``sigma * 2**-20``), so, as
+for Laplace noise, the set of possible outputs does not depend on the input.
 
-Distance from the ideal distribution: the acceptance test compares a full-precision uniform
-with ``exp(-(|y| - sigma**2/t)**2 / (2 sigma**2))`` computed to about an ulp, and the
-proposal's probabilities are those of dpfast's discrete Laplace (within the factor
-``exp(+-eta(t))`` of the Laplace section above, ``t = floor(sigma) + 1``); every output
-probability with ``|y|`` below about ``37 sigma`` is therefore within a relative
-``2 eta(t) + 2**-50`` of the exact discrete Gaussian's (about 1e-8 at ``t = 2**20``); beyond,
-where the acceptance probability underflows, the absolute error is below 1e-300. The number of proposals a sample needs is random
-but independent of the value it returns (a property of rejection sampling), so timing does
-not reveal the noise; the extra words of the uniform's slow path (probability 2**-11 per
-word, see the Laplace section above) are the only value-dependent cost.
+``Z`` is drawn by rejection (as in Canonne, Kamath & Steinke 2020) from a proposal that
+needs no floating-point arithmetic: ``X = +-(G M + V)`` with ``M = 2**m``, ``G = floor(lz / r)``
+for ``lz`` the number of leading zeros of a random bit string (so ``P[G >= j] = 2**(-r j)``
+exactly), ``V`` in ``[0, M)`` and "-0" rejected. For ``m >= 2``, ``V = j M/4 + low`` with
+``low`` uniform on ``m - 2`` bits and the quarter ``j`` from 4 bits with probabilities
+``w = (5, 4, 4, 3)/16`` (a dyadic staircase close to the ``2**(-u)`` slope inside a block);
+for ``m < 2``, ``V`` is uniform. Its probabilities ``q(x)`` are exact dyadic numbers, and
+``q(x) a(x)`` is proportional to ``exp(-x**2 / (2 sigma**2))`` for the acceptance
+probability ``a(x) = exp(-(|x| - s)**2 / (2 sigma**2) - c low + cq_j)``, ``c = r ln2 / M``,
+``s = sigma**2 c``, ``cq_j = ln(lambda / w_j) - j r ln2 / 4 <= 0`` with
+``lambda = min_j w_j 2**(j r / 4)`` (``cq = 0`` without quarters). The kernel picks
+``(m, r)`` for the best acceptance rate (about 0.6 for sigma >= 3: ``M`` near
+``sigma ln 2``, ``r = 1``; 0.36 to 0.5 below). The test ``U < a(x)`` reads the first 8 or 16
+bits of ``U`` and, only when they tie with ``a(x)``'s, a full-precision uniform: it accepts
+with probability exactly the computed ``a(x)``. Two 32-bit proposals come from one 64-bit
+ChaCha20 word while their fields fit (``m <= 10``), one per word above. The vector loops
+decide most proposals from a shorter series for ``exp`` whose error is bounded, and hand the
+undecided ones to the exact scalar path, so the decisions are those of the exact
+computation, bit for bit, on every instruction set.
+
+Distance from the ideal distribution: the only floating-point error is that of the
+computed ``a(x)``. With ``d = (|x| - s)/sigma`` and ``kappa = s/sigma = sigma r ln2 / M``,
+the computed exponent is within ``2**-53 (4.3 d**2 + 4.2 kappa |d| + 3 r + 9)`` of the exact
+one (``|x|`` and ``low`` are exact; ``c`` and ``s`` carry 2 and 4 roundings, ``d`` 3 more,
+its square and the sums 3 more; the quarter constants, below 1 in magnitude, 8 units), and
+the exponential adds at most ``2**-51`` relative, so
+``|ln(a_computed(x) / a(x))| <= eta_a(d) = 1.001 * 2**-53 (4.3 d**2 + 4.2 kappa |d| + 3 r + 13)``
+(below about 700 in the exponent; beyond, ``a`` underflows to 0, an absolute error under
+1e-300). Rejection sampling divides by the acceptance rate, which the same bound moves by
+at most its largest value over where the mass is; so for every output ``z`` with
+``|z| <= R sigma`` the sampler's probability is within a factor ``exp(+-eta)`` of the exact
+discrete Gaussian's, ``eta = 2 eta_a(R + kappa) + 2**-60`` (:func:`gaussian_fp_error`). This
+does **not** grow with sigma (about ``1.2e-13`` at ``R = 10``), so lattice noise with 2**30 or
+more steps per sigma is as accurate as with a few: what the grid Gaussian mechanism needs to
+make its rounding negligible (:mod:`dpfast.mechanisms.gaussian`). Beyond ``|z| > R sigma``
+the mass is below ``2 exp(-R**2/2)`` (the discrete Gaussian is sigma-subgaussian).
+
+The number of proposals a sample needs is random but independent of the value it returns
+(a property of rejection sampling), so timing does not reveal the noise; the extra words of
+the geometric field's and the tie's slow paths (probability 2**-11 or less, and 2**-8 or
+2**-16, per proposal) are the only value-dependent cost.
 """
 from __future__ import annotations
 
@@ -145,6 +174,39 @@ def laplace_grid(scale: float) -> tuple[float, float]:
 def gaussian_grid(sigma: float) -> float:
     """The grid step of Gaussian noise of this sigma."""
     return _power_of_two_at_least(sigma, GRID_BITS)
+
+
+def gaussian_fp_error(sigma: float, reach: float) -> float:
+    """The floating-point term ``eta`` of the discrete Gaussian sampler of parameter sigma: each
+    output probability for ``|z| <= reach * sigma`` is within a factor ``exp(+-eta)`` of the
+    exact discrete Gaussian's (see the module docstring). It does not grow with sigma."""
+    m, r, _ = _native.dgauss_proposal(sigma)
+    kappa = sigma * r * math.log(2.0) / 2.0**m
+    d = reach + kappa
+    eta_a = 1.001 * 2.0**-53 * (4.3 * d * d + 4.2 * kappa * d + 3.0 * r + 13.0)
+    return 2.0 * eta_a + 2.0**-60
+
+
+def gaussian_fp_loss(sigma: float, n: int, q: float) -> float:
+    """A bound on ``|ln(P'(z) / P(z))|`` for ``n`` independent draws of the discrete Gaussian
+    sampler of parameter sigma (P' the sampler's probability of the vector z, P the exact
+    one), for every z with ``sum((z_i / sigma)**2) <= q``.
+
+    The pointwise bound ``eta_a(d_i)`` of the module docstring summed over coordinates:
+    with ``d_i = |z_i|/sigma - kappa``, ``sum d_i**2 <= q + n kappa**2 =: S`` and
+    ``sum |d_i| <= sqrt(n S)``; plus, per coordinate, the change of the acceptance rate,
+    at most the bound's mean under the exact distribution (``E d**2 <= 1 + kappa**2``).
+    Quadratic in the noise, so over n coordinates it grows like n, not like n times the
+    largest coordinate's square."""
+    m, r, _ = _native.dgauss_proposal(sigma)
+    kappa = sigma * r * math.log(2.0) / 2.0**m
+    c = 1.001 * 2.0**-53
+    s2 = q + n * kappa * kappa
+    point = c * (4.3 * s2 + 4.2 * kappa * math.sqrt(n * s2) + (3.0 * r + 13.0) * n)
+    ed2 = 1.0 + kappa * kappa
+    norm = n * (c * (4.3 * ed2 + 4.2 * kappa * math.sqrt(ed2) + 3.0 * r + 13.0) * 1.001
+                + 2.0**-60)
+    return point + norm
 
 
 def dlap_variance(t: float) -> float:

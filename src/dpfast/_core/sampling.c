@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #define DPF_MANT_MASK ((UINT64_C(1) << 52) - 1)
 #define DPF_SIGN_BIT (UINT64_C(1) << 52)
@@ -169,6 +172,27 @@ static inline __attribute__((always_inline)) double dpf_exp_accept(double x)
     double q3 = DPF_E6 + DPF_E7 * r, q4 = DPF_E8 + DPF_E9 * r, q5 = DPF_E10 + DPF_E11 * r;
     double s0 = q0 + q1 * r2, s1 = q2 + q3 * r2, s2 = q4 + q5 * r2;
     double p = (s0 + s1 * r4) + (s2 + DPF_E12 * r4) * r8;
+    double v = p * dpf_u2d((uint64_t)dpf_d2i(k + 1023.0) << 52);
+    return x < -708.0 ? 0.0 : v;
+}
+
+/* dpf_exp_accept(x) to within DPF_EXP_APPROX_ERR absolute, for the vector loop of the discrete
+ * Gaussian: the same reduction (so the same k and r), the series cut after r^7.  The omitted
+ * terms sum to below |r|^8/8! * 1.01 <= 0.3466^8/40320 * 1.01 < 5.3e-9 relative to 2^k <= 1
+ * (x <= 0), and the two evaluations round differently by a few 2^-53: under 2^-27 in all.
+ * The loop only trusts floor(2^abits p) where p +- DPF_EXP_APPROX_ERR has the same floor, and
+ * hands every other proposal to the exact scalar path: its decisions are those of
+ * dpf_exp_accept, bit for bit. */
+#define DPF_EXP_APPROX_ERR 0x1p-26
+static inline __attribute__((always_inline)) double dpf_exp_approx(double x)
+{
+    double xc = x < -708.0 ? -708.0 : x;
+    double k = __builtin_rint(xc * 1.4426950408889634);
+    double r = (xc - k * DPF_LN2_HI) - k * DPF_LN2_LO;
+    double r2 = r * r, r4 = r2 * r2;
+    double q0 = 1.0 + r, q1 = DPF_E2 + DPF_E3 * r, q2 = DPF_E4 + DPF_E5 * r;
+    double q3 = DPF_E6 + DPF_E7 * r;
+    double p = (q0 + q1 * r2) + (q2 + q3 * r2) * r4;
     double v = p * dpf_u2d((uint64_t)dpf_d2i(k + 1023.0) << 52);
     return x < -708.0 ? 0.0 : v;
 }
@@ -342,14 +366,21 @@ static void dpf_extra_init(dpf_extra_t *e, const uint32_t *key, uint64_t nonce)
     e->ready = 0;
 }
 
-/* Leading zero bits of the extra stream, at most 64 * DPF_MAX_EXTRA_WORDS. */
-static uint64_t dpf_extra_zeros(dpf_extra_t *e)
+/* Key the extra stream on its first use. */
+static int dpf_extra_zeros_ready(dpf_extra_t *e)
 {
-    uint64_t z = 0;
     if (!e->ready) {
         dpf_chacha_init(&e->st, e->key, 0, e->nonce);
         e->ready = 1;
     }
+    return 1;
+}
+
+/* Leading zero bits of the extra stream, at most 64 * DPF_MAX_EXTRA_WORDS. */
+static uint64_t dpf_extra_zeros(dpf_extra_t *e)
+{
+    uint64_t z = 0;
+    (void)dpf_extra_zeros_ready(e);
     for (int k = 0; k < DPF_MAX_EXTRA_WORDS; k++) {
         uint64_t v = dpf_chacha_next64(&e->st);
         if (v)
@@ -357,6 +388,66 @@ static uint64_t dpf_extra_zeros(dpf_extra_t *e)
         z += 64;
     }
     return z;
+}
+
+/* ---- discrete Gaussian: one proposal (shared by the vector loops and the scalar fix-up, so
+ * both give the same bits) ---- */
+
+/* Leading zeros of the (47 - m)-bit field F != 0, as a double: lzc - (1023 + floor(log2 F)),
+ * lzc = 47 - m - 1 + 1023 (F < 2^47 converts exactly). */
+static inline __attribute__((always_inline)) double dpf_dg_lz(uint64_t f, double lzc)
+{
+    double fd = dpf_u2d(f | DPF_MAGIC_2P52) - 4503599627370496.0;
+    return lzc - (dpf_u2d((dpf_d2u(fd) >> 52) | DPF_MAGIC_2P52) - 4503599627370496.0);
+}
+
+/* Small unsigned integer (< 2^52) to double, without a conversion instruction. */
+static inline __attribute__((always_inline)) double dpf_u52(uint64_t v)
+{
+    return dpf_u2d(v | DPF_MAGIC_2P52) - 4503599627370496.0;
+}
+
+/* The exponent of a(x) for proposal word w (its fields past A and the sign) with lz leading
+ * zeros in its geometric field: |x| = G M + V, G = floor((lz + 0.5) / r), V = j M/4 + low
+ * (j from the 4 quarter bits, or V = low without them); *absx = |x|.  The exponent is
+ * -(d^2/2 + cv low) + cq[j] with cq[j] = ln(lambda / w_j) - j r ln2 / 4 <= 0. */
+static inline __attribute__((always_inline)) double dpf_dg_expo_q(uint64_t w, double lz,
+                                                                  const dpf_dgauss_task *t,
+                                                                  double *absx, int quart)
+{
+    double vd, lowd, cq;
+    if (quart) {
+        /* Selects and masked adds rather than a table lookup, so that the loops vectorize. */
+        uint64_t js = (w >> (t->abits + 1)) & 15;
+        uint64_t low = (w >> (t->abits + 5)) & t->lmask;
+        double j1 = js >= 5 ? 1.0 : 0.0, j2 = js >= 9 ? 1.0 : 0.0, j3 = js >= 13 ? 1.0 : 0.0;
+        lowd = dpf_u52(low);
+        vd = lowd + ((j1 + j2) + j3) * t->Mq;
+        cq = ((t->cq[0] + j1 * t->dq[0]) + j2 * t->dq[1]) + j3 * t->dq[2];
+    } else {
+        lowd = vd = dpf_u52((w >> (t->abits + 1)) & t->lmask);
+        cq = 0.0;
+    }
+    double gq = __builtin_floor((lz + 0.5) * t->rinv);
+    double ax = gq * t->M + vd;
+    double d = (ax - t->s) * t->inv_s;
+    *absx = ax;
+    return (0.0 - (0.5 * (d * d) + t->cv * lowd)) + cq;
+}
+
+static inline __attribute__((always_inline)) double dpf_dg_expo(uint64_t w, double lz,
+                                                                const dpf_dgauss_task *t,
+                                                                double *absx)
+{
+    return t->jbits ? dpf_dg_expo_q(w, lz, t, absx, 1) : dpf_dg_expo_q(w, lz, t, absx, 0);
+}
+
+/* a(x), as the sampler computes it. */
+static inline __attribute__((always_inline)) double dpf_dg_prob(uint64_t w, double lz,
+                                                                const dpf_dgauss_task *t,
+                                                                double *absx)
+{
+    return dpf_exp_accept(dpf_dg_expo(w, lz, t, absx));
 }
 
 /* ---- per-target loops ---- */
@@ -375,7 +466,9 @@ static uint64_t dpf_extra_zeros(dpf_extra_t *e)
 #undef DPF_TARGET
 #define DPF_SFX avx512
 #define DPF_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+#define DPF_IS_AVX512 1
 #include "sampling_kernels.inc"
+#undef DPF_IS_AVX512
 #undef DPF_SFX
 #undef DPF_TARGET
 #endif
@@ -391,7 +484,8 @@ typedef struct {
     void (*noisy)(uint64_t *, size_t, int, const double *, double, double);
     void (*sum_exp)(const double *, size_t, double, double, double *);
     void (*exp_weights)(const double *, size_t, double, double, double *);
-    void (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_task *, double *, uint64_t *);
+    int (*dgauss)(const uint64_t *, size_t, const dpf_dgauss_task *, double *, uint64_t *);
+    size_t (*compact)(const double *, const uint64_t *, size_t, double *);
     void (*range_f64)(const void *, size_t, double *, double *);
     void (*range_f32)(const void *, size_t, double *, double *);
     void (*range_i64)(const void *, size_t, int64_t *, int64_t *);
@@ -401,7 +495,7 @@ typedef struct {
 #define DPF_KERNELS(SFX)                                                                    \
     {dpf_any_slow_##SFX, dpf_dlap_int_##SFX, dpf_dlap_grid_##SFX, dpf_uniform_##SFX,        \
      dpf_dlap_i32_##SFX, dpf_narrow_##SFX, dpf_noisy_##SFX, dpf_sum_exp_##SFX,              \
-     dpf_exp_weights_##SFX, dpf_dgauss_batch_##SFX, dpf_range_f64_##SFX, dpf_range_f32_##SFX, \
+     dpf_exp_weights_##SFX, dpf_dgauss_batch_##SFX, dpf_compact_##SFX, dpf_range_f64_##SFX, dpf_range_f32_##SFX, \
      dpf_range_i64_##SFX, dpf_range_i32_##SFX}
 
 static const dpf_kernels dpf_k_scalar = DPF_KERNELS(scalar);
@@ -808,17 +902,192 @@ double dpf_exp_nonpos_shim(double x)
 
 /* ---- discrete Gaussian ---- */
 
+#define DPF_LN2 0.6931471805599453
+
+/* Quarter weights (sixteenths) of V's position in its block when m >= 2: close to the
+ * 2^(-r u) slope inside a block, they lift the acceptance rate from about 0.5 to about 0.6. */
+static const int dpf_dg_w16[4] = {5, 4, 4, 3};
+
+/* lambda = min_j w_j 2^(j r / 4) and cq[j] = ln(lambda / w_j) - j r ln2 / 4 (<= 0), or 0. */
+static void dpf_dg_quarters(int quart, int r, double cq[4])
+{
+    double lam = INFINITY;
+    for (int j = 0; j < 4; j++)
+        if (dpf_dg_w16[j] / 16.0 * exp2(j * r / 4.0) < lam)
+            lam = dpf_dg_w16[j] / 16.0 * exp2(j * r / 4.0);
+    for (int j = 0; j < 4; j++) {
+        double c = log(lam / (dpf_dg_w16[j] / 16.0)) - j * r * DPF_LN2 / 4.0;
+        cq[j] = quart ? (c < 0.0 ? c : 0.0) : 0.0;
+    }
+}
+
+double dpf_dgauss_efficiency(double sigma, int m, int r)
+{
+    /* sum over x of q(x) a(x), blocks of M summed at up to 64 points each (exact for
+     * M <= 64): only used to choose m and r, which change the speed, never the output
+     * distribution. */
+    double M = ldexp(1.0, m), cv = r * DPF_LN2 / M, s = sigma * sigma * cv;
+    int quart = m >= 2;
+    double cq[4];
+    dpf_dg_quarters(quart, r, cq);
+    double pg = 1.0 - ldexp(1.0, -r);
+    int npts = M < 64.0 ? (int)M : 64;
+    double step = M / npts, tot = 0.0;
+    for (int g = 0; g < 1 << 20; g++) {
+        double w = pg * ldexp(1.0, -r * g) / M;            /* both signs: 2 * q / 2 */
+        if (w == 0.0 || (g * M > s + 12.0 * sigma + 1.0))   /* beyond: below e^-72 */
+            break;
+        double sub = 0.0;
+        for (int k = 0; k < npts; k++) {
+            double v = k * step, d = (g * M + v - s) / sigma;
+            int j = quart ? (int)(4 * v / M) : 0;
+            double wq = quart ? 4.0 * dpf_dg_w16[j] / 16.0 : 1.0;
+            double low = v - (quart ? j * M / 4 : 0.0);
+            sub += wq * exp(-0.5 * d * d - cv * low + cq[j]);
+        }
+        tot += w * sub * step;
+    }
+    /* "-0" is rejected: x = 0 comes from one sign only. */
+    double w0 = quart ? 4.0 * dpf_dg_w16[0] / 16.0 : 1.0;
+    return tot - 0.5 * (pg / M) * w0 * exp(-0.5 * (s / sigma) * (s / sigma) + cq[0]) * step;
+}
+
+void dpf_dgauss_choose(double sigma, int *m, int *r)
+{
+    int bm = 39, br = 1;
+    double be = -1.0;
+    double lg = sigma * DPF_LN2 >= 1.0 ? log2(sigma * DPF_LN2) : 0.0;
+    if (lg >= 7.0) {
+        /* Blocks of 128 or more: the acceptance rate depends on sigma / M only (the sums
+         * are integrals), and is best for M = 2^round(log2(sigma ln2)) (within 0.01 of the
+         * best where the two nearest powers tie). */
+        bm = (int)rint(lg);
+        if (bm > 39)
+            bm = 39;
+    } else if (sigma * DPF_LN2 >= 1.0) {
+        /* r = 1: the proposal's decay 2^-1 per block of M; M near sigma ln 2 matches the
+         * Gaussian's slope where most of its mass is. */
+        int m0 = (int)floor(lg);
+        for (int mm = m0 - 1; mm <= m0 + 2; mm++) {
+            if (mm < 0)
+                continue;
+            double e = dpf_dgauss_efficiency(sigma, mm, 1);
+            if (e > be) {
+                be = e;
+                bm = mm;
+            }
+        }
+    } else {
+        /* M = 1: a two-sided geometric of ratio 2^-r. */
+        bm = 0;
+        for (int rr = 1; rr <= 40; rr++) {
+            double e = dpf_dgauss_efficiency(sigma, 0, rr);
+            if (e > be) {
+                be = e;
+                br = rr;
+            }
+        }
+    }
+    *m = bm;
+    *r = br;
+}
+
 void dpf_dgauss_params(dpf_dgauss_task *task, double sigma)
 {
-    double t = floor(sigma) + 1.0;
-    dpf_dlap_params_init(&task->lap, t);
-    task->s2t = sigma * (sigma / t);
+    int bm, br;
+    dpf_dgauss_choose(sigma, &bm, &br);
+    dpf_dgauss_setup(task, sigma, bm, br);
+}
+
+void dpf_dgauss_setup(dpf_dgauss_task *task, double sigma, int bm, int br)
+{
+    task->m = bm;
+    task->r = br;
+    task->jbits = bm >= 2 ? 4 : 0;
+    task->lbits = bm >= 2 ? bm - 2 : bm;
+    task->jmask = bm >= 2 ? 15 : 0;
+    task->lmask = (UINT64_C(1) << task->lbits) - 1;
+    dpf_dg_quarters(bm >= 2, br, task->cq);
+    for (int j = 0; j < 3; j++)
+        task->dq[j] = task->cq[j + 1] - task->cq[j];
+    task->Mq = ldexp(1.0, task->lbits);
+    /* 32-bit proposals (two a keystream word) while the geometric field keeps 11 bits or
+     * more: 8 acceptance bits, a sign, the quarter and low bits of V, the field.  Otherwise a
+     * word a proposal, with 16 acceptance bits. */
+    task->narrow = 32 - 8 - 1 - task->jbits - task->lbits >= 11;
+    task->abits = task->narrow ? 8 : 16;
+    task->fbits = (task->narrow ? 32 : 64) - task->abits - 1 - task->jbits - task->lbits;
+    task->M = ldexp(1.0, bm);
+    task->rinv = 1.0 / br;
+    task->cv = br * DPF_LN2 / task->M;
+    task->s = sigma * sigma * task->cv;
     task->inv_s = 1.0 / sigma;
+}
+
+double dpf_dgauss_accept_prob(const dpf_dgauss_task *task, double g, double v)
+{
+    /* The proposal word with V = v in its fields (the acceptance bits and sign 0). */
+    uint64_t vi = (uint64_t)v, w;
+    if (task->jbits) {
+        uint64_t j = vi >> task->lbits, js = j == 0 ? 0 : j == 1 ? 5 : j == 2 ? 9 : 13;
+        w = (js << (task->abits + 1)) | ((vi & task->lmask) << (task->abits + 1 + 4));
+    } else {
+        w = vi << (task->abits + 1);
+    }
+    double ax;
+    return dpf_dg_prob(w, g * task->r, task, &ax);
+}
+
+/* A full-precision uniform from the extra stream (its binade continued there too). */
+static double dpf_extra_uniform(dpf_extra_t *e)
+{
+    (void)dpf_extra_zeros_ready(e);
+    uint64_t v = dpf_chacha_next64(&e->st);
+    uint64_t n0 = v >= DPF_FAST_LIMIT ? (uint64_t)(dpf_fast_n(v) - 1.0)
+                                      : 11 + dpf_extra_zeros(e);
+    return dpf_uniform_from_bits(v, n0);
+}
+
+/* Proposals flagged by the vector loop (bit 1 of acc: a geometric field of all zeros, or
+ * A == floor(2^abits a(x))), redone in index order so that the extra stream is read the same
+ * way whatever the vector width. */
+static void dpf_dg_fix(const dpf_dgauss_task *t, dpf_extra_t *extra, const uint64_t *buf,
+                       double *y, uint64_t *acc, size_t n)
+{
+    int sh = t->abits + 1 + t->jbits + t->lbits;
+    uint64_t amask = (UINT64_C(1) << t->abits) - 1;
+    double lzc = (double)(t->fbits - 1 + 1023), ascale = (double)(amask + 1);
+    for (size_t j = 0; j < n; j++) {
+        if ((j & 31) == 0) {
+            /* Flags are rare: skip blocks of 32 without one in a loop that vectorizes. */
+            uint64_t any = 0;
+            size_t e = j + 32 < n ? j + 32 : n;
+            for (size_t i = j; i < e; i++)
+                any |= acc[i];
+            if (!(any & 2)) {
+                j = e - 1;
+                continue;
+            }
+        }
+        if (!(acc[j] & 2))
+            continue;
+        uint64_t w = t->narrow ? (uint64_t)((const uint32_t *)buf)[j] : buf[j], f = w >> sh;
+        double lz = f ? dpf_dg_lz(f, lzc) : (double)t->fbits + (double)dpf_extra_zeros(extra);
+        double ad = dpf_u52(w & amask), ax;
+        double p = dpf_dg_prob(w, lz, t, &ax);
+        double ps = p * ascale, P = floor(ps);
+        uint64_t neg = (w >> t->abits) & 1;
+        int neg0 = neg && ax == 0.0;
+        y[j] = dpf_u2d(dpf_d2u(ax) ^ (neg << 63));
+        int a = !neg0 && ad < P;
+        if (!neg0 && ad == P)
+            a = dpf_extra_uniform(extra) < ps - P;     /* ps - P is exact */
+        acc[j] = (uint64_t)a;
+    }
 }
 
 void dpf_dgauss_chunk(void *task_, int64_t chunk, int slot)
 {
-    enum { PAIRS = BATCH / 2 };
     const dpf_dgauss_task *task = task_;
     const dpf_kernels *kern = dpf_kernels_get();
     int64_t start = chunk * DPF_CHUNK;
@@ -827,55 +1096,61 @@ void dpf_dgauss_chunk(void *task_, int64_t chunk, int slot)
         return;
     size_t n = (size_t)dpf_chunk_len(task->n, start);
     uint64_t c = task->chunk0 + (uint64_t)chunk;
-    dpf_chacha_t mainst;
     dpf_extra_t extra;
-    dpf_chacha_init(&mainst, task->key, 0, 2 * c);
     dpf_extra_init(&extra, task->key, 2 * c + 1);
-    uint64_t buf[BATCH], acc[PAIRS];
-    double y[PAIRS];
+    enum { NP = 2 * BATCH };                            /* proposals of a batch, at most */
+    uint64_t buf[BATCH], acc[NP];
+    double y[NP], kept[NP + 8];
+    size_t np = task->narrow ? NP : BATCH;
+    uint64_t counter = 0;
     size_t done = 0;
     while (done < n) {
-        dpf_chacha_fill(&mainst, buf, BATCH);
-        kern->dgauss(buf, PAIRS, task, y, acc);
-        if (kern->any_slow(buf, BATCH)) {
-            /* Pairs with a slow-path word, redone in order (the extra stream is read in
-             * index order, so the result does not depend on the vector width). */
-            for (size_t j = 0; j < PAIRS; j++) {
-                uint64_t w = buf[2 * j], wu = buf[2 * j + 1];
-                if (w >= DPF_FAST_LIMIT && wu >= DPF_FAST_LIMIT)
-                    continue;
-                uint64_t n0w = w < DPF_FAST_LIMIT ? 11 + dpf_extra_zeros(&extra)
-                                                  : (uint64_t)(dpf_fast_n(w) - 1.0);
-                uint64_t n0u = wu < DPF_FAST_LIMIT ? 11 + dpf_extra_zeros(&extra)
-                                                   : (uint64_t)(dpf_fast_n(wu) - 1.0);
-                double k = dpf_dlap_core(w, (double)(n0w + 1), &task->lap);
-                double d = (fabs(k) - task->s2t) * task->inv_s;
-                double v = dpf_uniform_from_bits(wu, n0u);
-                y[j] = k;
-                acc[j] = (uint64_t)(v < dpf_exp_accept(0.0 - 0.5 * (d * d)));
-            }
-        }
-        /* Keep the accepted candidates, in order, without a branch per candidate (the
+        dpf_chacha_blocks(task->key, counter, 2 * c, buf, BATCH / 8);
+        counter += BATCH / 8;
+        if (kern->dgauss(buf, np, task, y, acc))
+            dpf_dg_fix(task, &extra, buf, y, acc, np);
+        /* Keep the accepted proposals, in order, without a branch per proposal (the
          * acceptance is a coin flip the predictor cannot learn). */
-        double kept[PAIRS];
-        size_t m = 0;
-        for (size_t j = 0; j < PAIRS; j++) {
-            kept[m] = y[j];
-            m += (size_t)acc[j];
-        }
+        size_t m = kern->compact(y, acc, np, kept);
         if (m > n - done)
             m = n - done;
         size_t i0 = (size_t)start + done;
-        if (task->grid) {
+        switch (task->kind) {
+        case DPF_DG_GRID: {
             double *o = (double *)task->out + i0;
             const double *b = task->base ? (const double *)task->base + i0 : NULL;
-            for (size_t j = 0; j < m; j++)
-                o[j] = ((b ? __builtin_rint(b[j] * task->ginv) : 0.0) + kept[j]) * task->g;
-        } else {
+            if (b)
+                for (size_t j = 0; j < m; j++)
+                    o[j] = (__builtin_rint(b[j] * task->ginv) + kept[j]) * task->g;
+            else
+                for (size_t j = 0; j < m; j++)
+                    o[j] = kept[j] * task->g;
+            break;
+        }
+        case DPF_DG_I32: {
+            /* Computed in int64 and narrowed, as the discrete Laplace fill does: the caller
+             * keeps the sum in range. */
+            int32_t *o = (int32_t *)task->out + i0;
+            const int32_t *b = task->base ? (const int32_t *)task->base + i0 : NULL;
+            if (b)
+                for (size_t j = 0; j < m; j++)
+                    o[j] = (int32_t)((int64_t)b[j] + dpf_d2i(kept[j]));
+            else
+                for (size_t j = 0; j < m; j++)
+                    o[j] = (int32_t)dpf_d2i(kept[j]);
+            break;
+        }
+        default: {
             int64_t *o = (int64_t *)task->out + i0;
             const int64_t *b = task->base ? (const int64_t *)task->base + i0 : NULL;
-            for (size_t j = 0; j < m; j++)
-                o[j] = (b ? b[j] : 0) + dpf_d2i(kept[j]);
+            if (b)
+                for (size_t j = 0; j < m; j++)
+                    o[j] = b[j] + dpf_d2i(kept[j]);
+            else
+                for (size_t j = 0; j < m; j++)
+                    o[j] = dpf_d2i(kept[j]);
+            break;
+        }
         }
         done += m;
     }

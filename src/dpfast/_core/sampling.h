@@ -80,13 +80,49 @@ typedef struct {
 
 void dpf_fill_chunk(void *task, int64_t chunk, int slot);
 
-/* ---- discrete Gaussian (Canonne, Kamath & Steinke 2020, rejection from discrete Laplace) */
+/* ---- discrete Gaussian: rejection from an exact dyadic proposal ------------------------
+ *
+ * Target: P[Z = z] proportional to exp(-z^2 / (2 sigma^2)) on the integers.  One 64-bit word
+ * of the chunk's stream (nonce 2c) makes one proposal:
+ *   bits  0..15       A, an acceptance uniform's leading 16 bits;
+ *   bit   16          the sign;
+ *   bits  17..16+m    V, uniform in [0, M), M = 2^m;
+ *   bits  17+m..63    F (47 - m bits): its leading zeros lz (continued into the extra stream,
+ *                     nonce 2c + 1, when F is all zero) give G = floor(lz / r), so that
+ *                     P[G >= g] = 2^(-r g) exactly.
+ * The proposal is X = +-(G M + V), "-0" rejected, so q(x) = (1 - 2^-r)/2 * 2^(-r floor(|x|/M))
+ * / M: no floating-point arithmetic at all.  It is accepted with probability
+ *     a(x) = exp(-(|x| - s)^2 / (2 sigma^2) - cv V),   cv = r ln2 / M,  s = sigma^2 cv,
+ * and q(x) a(x) is proportional to exp(-x^2 / (2 sigma^2)) (the floor's remainder is V/M).
+ * The test U < a(x) compares A with floor(65536 a(x)) and, only on equality (probability
+ * 2^-16), a fresh full-precision uniform from the extra stream with the remainder
+ * 65536 a(x) - floor(65536 a(x)): P[accept] is the computed a(x) exactly.  So the sampler's
+ * only floating-point error is that of a(x), a relative error that depends on (|x| - s)/sigma
+ * but not on sigma's magnitude (see dpfast.samplers).  Accepted proposals fill the chunk's
+ * cells in order; the number of proposals a chunk uses is random but independent of the
+ * values it outputs. */
+enum dpf_dg_kind { DPF_DG_I64 = 0, DPF_DG_GRID = 1, DPF_DG_I32 = 2 };
+
 typedef struct {
     uint32_t key[8];
-    dpf_dlap_params lap;    /* proposal: discrete Laplace with t = floor(sigma) + 1 */
-    double s2t;             /* sigma^2 / t */
+    int m;                  /* M = 2^m, 0 <= m <= 40 */
+    int r;                  /* 1 <= r <= 40 */
+    int narrow;             /* 1: two 32-bit proposals a word */
+    int abits;              /* acceptance bits: 8 (narrow) or 16 */
+    int fbits;              /* bits of the geometric field */
+    int jbits;              /* 4: V = j M/4 + low, j from 4 bits (m >= 2); 0: V = low */
+    int lbits;              /* bits of low */
+    uint64_t jmask, lmask;
+    double cq[4];           /* per quarter: ln(lambda / w_j) - j r ln2 / 4 (0 if jbits = 0) */
+    double dq[3];           /* cq[j + 1] - cq[j] (the exponent adds cq[0] + its steps) */
+    double Mq;              /* M / 4 (2^lbits) */
+    double M;
+    double rinv;            /* 1/r (G = floor((lz + 0.5) / r), exact for lz < 2^40) */
+    double s;               /* sigma^2 cv */
     double inv_s;           /* 1 / sigma (not 1/(2 sigma^2): sigma^2 may underflow) */
-    int grid;               /* 0: int64 out (+ int64 base); 1: double (rint(base/g) + K) * g */
+    double cv;              /* r ln2 / M */
+    int kind;               /* enum dpf_dg_kind: int64 / int32 cells (+ base of that type), or
+                               double (rint(base/g) + Z) * g */
     double g, ginv;
     const void *base;       /* may be out itself */
     void *out;
@@ -94,12 +130,17 @@ typedef struct {
     uint64_t chunk0;
 } dpf_dgauss_task;
 
-/* Sets lap, s2t and inv_s for sigma. */
+/* Sets m, r (the proposal that accepts most often for sigma) and the constants above. */
 void dpf_dgauss_params(dpf_dgauss_task *task, double sigma);
-/* Candidates and acceptance uniforms come in word pairs from the chunk's stream, extra binade
- * words from the extra stream.  The number of words a chunk uses is random but independent of
- * the values it outputs (rejection sampling). */
+/* The two halves of dpf_dgauss_params: the choice of (m, r) (which sums the acceptance rate
+ * of a few candidates for small sigma: callers may cache it), and the constants. */
+void dpf_dgauss_choose(double sigma, int *m, int *r);
+void dpf_dgauss_setup(dpf_dgauss_task *task, double sigma, int m, int r);
+/* The expected acceptance rate of the proposal (m, r) for sigma (approximate; for tests). */
+double dpf_dgauss_efficiency(double sigma, int m, int r);
 void dpf_dgauss_chunk(void *task, int64_t chunk, int slot);
+/* The computed acceptance probability a(x) of proposal |x| = G M + V (for tests). */
+double dpf_dgauss_accept_prob(const dpf_dgauss_task *task, double g, double v);
 
 /* ---- selection (report noisy max, permute-and-flip, top-k, exponential mechanism) ------ */
 enum dpf_noise { DPF_NOISE_LAPLACE = 0, DPF_NOISE_EXPONENTIAL = 1, DPF_NOISE_GUMBEL = 2 };
