@@ -239,9 +239,12 @@ class Gaussian:
         The noise parameter, finite and > 0.
     integer : bool
         True: the discrete Gaussian ``N_Z(0, sigma**2)`` (Canonne, Kamath & Steinke 2020),
-        added to int64 cells. False: ``g`` times the discrete Gaussian of parameter
-        ``sigma / g``, ``g =`` :func:`dpfast.samplers.gaussian_grid` ``(sigma)``, added to
-        float cells.
+        added to int64 or int32 cells. False: ``g`` times the discrete Gaussian of
+        parameter ``sigma / g``, ``g =`` :func:`dpfast.samplers.gaussian_grid` ``(sigma)``
+        unless given, added to float cells.
+    g : float, optional
+        For real noise: a finer grid step, a power of two (``gaussian_mechanism`` takes it
+        from its data's l2 rounding budget).
 
     Attributes
     ----------
@@ -261,10 +264,18 @@ class Gaussian:
 
     __slots__ = ("sigma", "integer", "g")
 
-    def __init__(self, sigma: float, integer: bool) -> None:
+    def __init__(self, sigma: float, integer: bool, g: float | None = None) -> None:
         self.sigma = _check_scale(sigma, "sigma")
         self.integer = bool(integer)
-        self.g = 1.0 if self.integer else _samplers.gaussian_grid(self.sigma)
+        if self.integer or g is None:
+            self.g = 1.0 if self.integer else _samplers.gaussian_grid(self.sigma)
+        else:
+            # A finer grid chosen by the caller (gaussian_mechanism: from its data's l2
+            # rounding budget); a power of two, so grid arithmetic stays exact.
+            self.g = _check_scale(g, "g")
+            if math.frexp(self.g)[0] != 0.5:
+                raise ValueError(f"The 'g' of a Gaussian noise must be a power of two. Got "
+                                 f"{g!r} instead.")
 
     def __repr__(self) -> str:
         return f"Gaussian(sigma={self.sigma!r}, integer={self.integer!r})"
@@ -291,7 +302,7 @@ class Gaussian:
 
     def fill(self, source: _Source, threads: int, out: NDArray[Any],
              base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
-        """Write ``base + noise`` (noise alone when ``base`` is None) into ``out`` (int64
+        """Write ``base + noise`` (noise alone when ``base`` is None) into ``out`` (int64/int32
         for integer noise, float64 otherwise); arguments as :meth:`Laplace.fill`."""
         _keyed(source)
         if self.integer:

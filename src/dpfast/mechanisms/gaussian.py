@@ -232,10 +232,9 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     data, _ = _v.check_data(value, "value", func)
     data = np.asarray(data, dtype=np.float64)
     sigma, g = _grid_sigma(d2, eps, dlt, max(1, data.size), calibration, func)
-    noise = Gaussian(sigma, integer=False)
     # The grid comes from the rounding budget (module docstring), finer than the noise
     # object's default for sigma alone.
-    noise.g = g
+    noise = Gaussian(sigma, integer=False, g=g)
     limit = 2.0**51 * g
     lo, hi = _v.value_range(data) if data.size else (0.0, 0.0)
     if max(-lo, hi) > limit:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..rng import RngLike
 
 __all__ = ["release_key", "noise_scale", "counting_measure", "noisy_cells", "noisy_cells_at",
-           "fill_cells", "int32_limit", "refuse_unpayable_kind", "CHUNK"]
+           "int32_limit", "refuse_unpayable_kind", "CHUNK"]
 
 CHUNK = _native.CHUNK
 
@@ -95,31 +95,18 @@ def refuse_unpayable_kind(func: str, accountant: AccountantLike | None, m: Measu
 
 def int32_limit(noise: Laplace | Gaussian) -> int:
     """The largest |count| whose noisy value surely fits int32: ``2**31 - 1`` less a bound
-    on the integer noise's magnitude (negative if there is no room). The kernels draw
-    discrete Laplace noise of parameter ``t`` with ``|K| <= t (c + 1100 ln 2) + 1 < 763.3 t
-    + 1`` (the sampler's deepest binade); the discrete Gaussian's candidates are such draws
-    with ``t = floor(sigma) + 1``, so its noise has the same bound at that ``t``."""
-    t = noise.t if isinstance(noise, Laplace) else math.floor(noise.sigma) + 1.0
-    return 2**31 - 1 - math.ceil(763.3 * t + 1)
-
-
-def fill_cells(noise: Laplace | Gaussian, source: Any, threads: int, out: NDArray[Any],
-               base: NDArray[Any] | None = None, chunk0: int = 0,
-               work: NDArray[np.int64] | None = None) -> NDArray[Any]:
-    """``noise.fill(source, threads, out, base, chunk0)``, also for int32 cells of discrete
-    Gaussian noise, whose kernel writes int64 cells today: those are drawn into an int64
-    copy (``work``, at least ``out.size`` cells, if given: a release of many blocks reuses
-    one) and narrowed (the counts were checked against :func:`int32_limit` before the
-    charge, so every value fits). The one place to change when that kernel takes int32."""
-    if isinstance(noise, Gaussian) and out.dtype == np.int32:
-        wide = (np.empty(out.size, dtype=np.int64) if work is None
-                else work[:out.size]).reshape(out.shape)
-        if base is not None:
-            wide[...] = base
-        noise.fill(source, threads, wide, None if base is None else wide, chunk0)
-        out[...] = wide
-        return out
-    return noise.fill(source, threads, out, base, chunk0)
+    on the integer noise's magnitude (negative if there is no room). Discrete Laplace noise
+    of parameter ``t`` has ``|K| <= t (c + 1100 ln 2) + 1 < 763.3 t + 1`` (the sampler's
+    deepest binade). The discrete Gaussian's proposals are ``|x| = G M + V`` with ``V < M =
+    2**m`` and ``G = floor((lz + 0.5) / r)``, ``lz`` at most 63 bits of the proposal's word
+    plus the 17 extra words' 1088 (``dpfast._native.dgauss_proposal`` gives ``m`` and ``r``),
+    so ``|x| < (floor(1151.5 / r) + 1) M``."""
+    if isinstance(noise, Laplace):
+        bound = math.ceil(763.3 * noise.t + 1)
+    else:
+        m, r, _ = _native.dgauss_proposal(noise.sigma)
+        bound = (math.floor(1151.5 / r) + 1) * 2**m
+    return 2**31 - 1 - bound
 
 
 def _noise_of(scale: float | Laplace | Gaussian, integer: bool) -> Laplace | Gaussian:
@@ -147,7 +134,7 @@ def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any],
     cell = np.zeros(pad + flat.size, dtype=(np.float64 if not integer else
                                             np.int32 if int32 else np.int64))
     cell[pad:] = flat
-    out = fill_cells(_noise_of(scale, integer), k, threads, cell, cell, first)
+    out = _noise_of(scale, integer).fill(k, threads, cell, cell, first)
     return out[pad:].reshape(counts.shape)
 
 

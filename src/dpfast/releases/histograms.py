@@ -26,7 +26,7 @@ from .. import validation as _v
 from .._release import Release, ledger_path, release
 from ..noise import Gaussian, Laplace, Measure
 from . import postprocess as _post
-from .cells import counting_measure, fill_cells, int32_limit, refuse_unpayable_kind
+from .cells import counting_measure, int32_limit, refuse_unpayable_kind
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
                       unnamed_file_map)
 
@@ -738,10 +738,6 @@ def _noise_blocks(key: _native.Key, threads: int, src: "NDArray[Any]",
               and flat_out.dtype.isnative)
     work = np.int64 if is_int else np.float64
     in_place = flat_in is not None and _same_buffer(flat_in, flat_out)
-    # int32 cells of discrete Gaussian noise are drawn through int64 (fill_cells): one
-    # working block for the whole release.
-    wide = np.empty(min(BLOCK, flat_out.size), np.int64) \
-        if isinstance(noise, Gaussian) and flat_out.dtype == np.int32 else None
     try:
         for start in range(0, flat_out.size, BLOCK):
             stop = min(start + BLOCK, flat_out.size)
@@ -762,7 +758,7 @@ def _noise_blocks(key: _native.Key, threads: int, src: "NDArray[Any]",
             else:
                 block = flat_in[start:stop] if flat_in is not None else src.flat[start:stop]
                 base = dest = np.array(block, dtype=work, copy=True)
-            fill_cells(noise, key, threads, dest, base, start // _native.CHUNK, wide)
+            noise.fill(key, threads, dest, base, start // _native.CHUNK)
             if clip:
                 np.maximum(dest, 0, out=dest)
             if not direct:
