@@ -559,7 +559,7 @@ def test_advanced_composition_refuses_leases():
     (("a",), {}, TypeError, "'epsilon'"),
     ((), dict(rho=0.01), ValueError, "cannot charge a cost given in rho alone"),
     ((0.1,), dict(rho=-1.0), ValueError, "'rho'"),
-    ((), {}, TypeError, "needs an epsilon"),
+    ((), {}, TypeError, "'epsilon'"),
 ])
 def test_bad_spends_from_a_lease_name_the_argument_and_charge_nothing(path, args, kwargs, error,
                                                                     named):
