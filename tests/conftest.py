@@ -55,3 +55,24 @@ def impl(request):
     assert _native.set_simd_impl(request.param)
     yield request.param
     _native.set_simd_impl("auto")
+
+
+@pytest.fixture(scope="session")
+def clusters():
+    """One distributed.LocalCluster of worker processes (one thread each) per worker count,
+    started on first use and shared by the Dask test modules (one xdist group, so one
+    worker runs them all), closed at the end of the session."""
+    distributed = pytest.importorskip("distributed")
+    made = {}
+
+    def get(n):
+        if n not in made:
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1,
+                                               processes=True, dashboard_address=None,
+                                               silence_logs=40)
+            made[n] = (cluster, distributed.Client(cluster, set_as_default=False))
+        return made[n][1]
+    yield get
+    for cluster, client in made.values():
+        client.close()
+        cluster.close()

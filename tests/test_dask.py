@@ -24,25 +24,6 @@ pytestmark = pytest.mark.xdist_group("dask")
 
 
 @pytest.fixture(scope="module")
-def clusters():
-    """One LocalCluster of worker processes (one thread each) per worker count, started on
-    first use, closed at the end of the module."""
-    made = {}
-
-    def get(n):
-        if n not in made:
-            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1,
-                                               processes=True, dashboard_address=None,
-                                               silence_logs=40)
-            made[n] = (cluster, distributed.Client(cluster, set_as_default=False))
-        return made[n][1]
-    yield get
-    for cluster, client in made.values():
-        client.close()
-        cluster.close()
-
-
-@pytest.fixture(scope="module")
 def records(tmp_path_factory):
     """200,000 records as Parquet datasets of 1, 5 and 12 files, and as pandas."""
     rng = np.random.default_rng(1)

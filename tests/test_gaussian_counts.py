@@ -30,7 +30,7 @@ from dpfast.releases import histograms
 from dpfast.releases.cells import CHUNK, noisy_cells, noisy_cells_at, release_key
 from dpfast.releases.journal import JOURNAL_SUFFIX, Journal
 from dpfast.noise import Gaussian
-from refusals import rng_state, spends_nothing
+from refusals import GAUSSIAN_BAD_KEYWORDS, rng_state, spends_nothing
 
 AGES = np.array([23, 35, 35, 47, 52, 61, 70, 18, 99, 5])
 POINTS = np.array([[0.1, 0.2], [0.5, 0.9], [0.7, 0.3]])
@@ -47,28 +47,7 @@ RELEASES = {
 }
 
 G = "gaussian"
-BAD = [
-    ({"noise": G, "rho": 0.0}, ValueError),
-    ({"noise": G, "rho": -0.5}, ValueError),
-    ({"noise": G, "rho": math.nan}, ValueError),
-    ({"noise": G, "rho": math.inf}, ValueError),
-    ({"noise": G, "rho": "0.5"}, TypeError),
-    ({"noise": "laplace", "epsilon": 1.0, "rho": 0.5}, ValueError),
-    ({"rho": 0.5}, ValueError),                            # rho with the default (Laplace)
-    ({"noise": G}, ValueError),                            # neither rho nor epsilon/delta
-    ({"noise": G, "epsilon": 1.0}, ValueError),            # no delta
-    ({"noise": G, "delta": 1e-6}, ValueError),             # delta without epsilon
-    ({"noise": G, "epsilon": 1.0, "delta": 0.0}, ValueError),
-    ({"noise": G, "epsilon": 1.0, "delta": 1.0}, ValueError),
-    ({"noise": G, "epsilon": 1.0, "delta": -1e-6}, ValueError),
-    ({"noise": G, "rho": 0.5, "epsilon": 1.0}, ValueError),
-    ({"noise": G, "rho": 0.5, "epsilon": 1.0, "delta": 1e-6}, ValueError),
-    ({"noise": "normal", "epsilon": 1.0}, ValueError),
-    ({"noise": 1, "epsilon": 1.0}, TypeError),
-    ({"noise": None, "rho": 0.5}, TypeError),
-    ({"epsilon": 1.0, "delta": 1e-6}, ValueError),         # delta > 0 under Laplace
-    ({}, ValueError),                                      # Laplace without epsilon
-]
+BAD = GAUSSIAN_BAD_KEYWORDS
 
 
 @pytest.mark.parametrize("name", RELEASES)

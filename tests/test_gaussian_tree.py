@@ -24,7 +24,7 @@ import dpfast as dp
 from dpfast import _native
 from dpfast.linear import tree as tr
 from dpfast.noise import gaussian_sigma_for
-from refusals import spends_nothing
+from refusals import GAUSSIAN_BAD_KEYWORDS, spends_nothing
 
 RELEASES = {
     "1-D int": lambda **kw: dp.tree_mechanism(np.arange(20) % 5, **kw),
@@ -33,26 +33,7 @@ RELEASES = {
 }
 
 G = "gaussian"
-BAD = [
-    ({"noise": G, "rho": 0.0}, ValueError),
-    ({"noise": G, "rho": -0.5}, ValueError),
-    ({"noise": G, "rho": math.nan}, ValueError),
-    ({"noise": G, "rho": math.inf}, ValueError),
-    ({"noise": G, "rho": "0.5"}, TypeError),
-    ({"noise": "laplace", "epsilon": 1.0, "rho": 0.5}, ValueError),
-    ({"rho": 0.5}, ValueError),                            # rho with the default (Laplace)
-    ({"noise": G}, ValueError),                            # neither rho nor epsilon/delta
-    ({"noise": G, "epsilon": 1.0}, ValueError),            # no delta
-    ({"noise": G, "delta": 1e-6}, ValueError),             # delta without epsilon
-    ({"noise": G, "epsilon": 1.0, "delta": 0.0}, ValueError),
-    ({"noise": G, "epsilon": 1.0, "delta": 1.0}, ValueError),
-    ({"noise": G, "rho": 0.5, "epsilon": 1.0}, ValueError),
-    ({"noise": G, "rho": 0.5, "epsilon": 1.0, "delta": 1e-6}, ValueError),
-    ({"noise": "normal", "epsilon": 1.0}, ValueError),
-    ({"noise": 1, "epsilon": 1.0}, TypeError),
-    ({"noise": None, "rho": 0.5}, TypeError),
-    ({"epsilon": 1.0, "delta": 1e-6}, ValueError),         # delta > 0 under Laplace
-    ({}, ValueError),                                      # Laplace without epsilon
+BAD = GAUSSIAN_BAD_KEYWORDS + [
     ({"noise": G, "rho": 0.5, "branching": 1}, ValueError),
 ]
 
