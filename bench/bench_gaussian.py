@@ -26,7 +26,7 @@ import numpy as np
 
 import dpfast as dp
 from dpfast import _native
-from dpfast.benchmarks import machine_info, machine_line, time_calls
+from dpfast.benchmarks import budgets, machine_info, machine_line, time_calls
 
 
 def kernels(cells, threads, sigma, repeat):
@@ -44,24 +44,9 @@ def kernels(cells, threads, sigma, repeat):
 
 
 def versus_opendp(cells, sigma, repeat):
-    out = np.empty(cells, dtype=np.int64)
-    src = _native.ChaCha20(2)
-    [t_ours] = time_calls([lambda: _native.fill_discrete_gaussian(src, 1, out, sigma)], repeat)
-    ours = float(np.median(t_ours))
-    try:
-        import opendp.prelude as odp
-    except ImportError:
-        return {"cells": cells, "dpfast_s": ours, "opendp_s": None, "speedup": None}
-    odp.enable_features("contrib")
-    meas = odp.m.make_gaussian(odp.vector_domain(odp.atom_domain(T=int)),
-                               odp.l2_distance(T=int), scale=sigma)
-    data = [0] * cells
-    t0 = time.perf_counter()
-    released = meas(data)
-    theirs = time.perf_counter() - t0
-    return {"cells": cells, "sigma": sigma, "dpfast_s": ours, "opendp_s": theirs,
-            "speedup": theirs / ours, "opendp_std": float(np.std(released)),
-            "dpfast_std": float(np.std(out))}
+    """dpfast's discrete Gaussian against OpenDP's (dpfast.benchmarks.budgets, the same
+    comparison `dpfast bench --budgets` makes, through dp.noisy_counts)."""
+    return budgets.versus_opendp(cells, sigma, repeat)
 
 
 def mechanism(repeat):
