@@ -3,6 +3,8 @@ generator advances. Shared by the test files that check it."""
 import math
 from contextlib import contextmanager
 
+import pytest
+
 
 def rng_state(g):
     """Where a dpfast.ChaCha20 stands in its stream: block counter and buffer position."""
@@ -44,3 +46,11 @@ GAUSSIAN_BAD_KEYWORDS = [
     ({"epsilon": 1.0, "delta": 1e-6}, ValueError),              # delta > 0 under Laplace
     ({}, ValueError),                                           # Laplace without epsilon
 ]
+
+
+def refuses_all(release, cases, accountant, rng):
+    """``release(accountant=..., rng=..., **kwargs)`` raises each case's exception, spending
+    and drawing nothing (``cases``: (kwargs, exception) pairs)."""
+    for kwargs, error in cases:
+        with spends_nothing(accountant, rng), pytest.raises(error):
+            release(accountant=accountant, rng=rng, **kwargs)

@@ -30,7 +30,7 @@ from dpfast.releases import histograms
 from dpfast.releases.cells import CHUNK, noisy_cells, noisy_cells_at, release_key
 from dpfast.releases.journal import JOURNAL_SUFFIX, Journal
 from dpfast.noise import Gaussian
-from refusals import GAUSSIAN_BAD_KEYWORDS, rng_state, spends_nothing
+from refusals import GAUSSIAN_BAD_KEYWORDS, refuses_all, rng_state, spends_nothing
 
 AGES = np.array([23, 35, 35, 47, 52, 61, 70, 18, 99, 5])
 POINTS = np.array([[0.1, 0.2], [0.5, 0.9], [0.7, 0.3]])
@@ -56,9 +56,7 @@ def test_bad_keywords_are_refused_before_the_charge_and_the_draw(name):
     acct, rng = dp.Accountant(rho=10.0), dp.ChaCha20(3)
     # Integer counts: a sigma beyond the discrete Gaussian sampler's range (2**39).
     integer_only = [({"noise": G, "rho": 1e-30}, ValueError)] if "float" not in name else []
-    for kwargs, error in BAD + integer_only:
-        with spends_nothing(acct, rng), pytest.raises(error):
-            release(accountant=acct, rng=rng, **kwargs)
+    refuses_all(release, BAD + integer_only, acct, rng)
     # A release in rho alone cannot be charged to an (epsilon, delta) budget.
     for budget in (dp.Accountant(epsilon=1.0), dp.Accountant(epsilon=1.0, delta=1e-6)):
         with spends_nothing(budget, rng), pytest.raises(ValueError, match="rho"):

@@ -24,7 +24,7 @@ import dpfast as dp
 from dpfast import _native
 from dpfast.linear import tree as tr
 from dpfast.noise import gaussian_sigma_for
-from refusals import GAUSSIAN_BAD_KEYWORDS, spends_nothing
+from refusals import GAUSSIAN_BAD_KEYWORDS, refuses_all, spends_nothing
 
 RELEASES = {
     "1-D int": lambda **kw: dp.tree_mechanism(np.arange(20) % 5, **kw),
@@ -44,10 +44,7 @@ def test_bad_keywords_are_refused_before_the_charge_and_the_draw(name):
     acct, rng = dp.Accountant(rho=10.0), dp.ChaCha20(3)
     # Integer counts: a sigma beyond the discrete Gaussian sampler's range (2**39).
     integer_only = [({"noise": G, "rho": 1e-30}, ValueError)] if "float" not in name else []
-    for kwargs, error in BAD + integer_only:
-        with spends_nothing(acct, rng):
-            with pytest.raises(error):
-                release(accountant=acct, rng=rng, **kwargs)
+    refuses_all(release, BAD + integer_only, acct, rng)
     # A cost in rho alone on an (epsilon, delta) accountant: refused at the charge, before
     # the key is drawn.
     basic = dp.Accountant(epsilon=5.0, delta=1e-6)
