@@ -2064,6 +2064,16 @@ def default_accountant() -> Accountant:
 AccountantLike = Accountant | ParallelBlock | Partition | Lease
 
 
+def composes_in_zcdp(accountant: object) -> bool:
+    """Whether the accountant a release will charge (None: the default one; a block or a
+    lease: its accountant's) composes in zCDP, so that its (epsilon, delta) releases are
+    calibrated through rho (:func:`dpfast.noise.measure`). Anything else is for the
+    release's own checks to refuse: False here."""
+    root = default_accountant() if accountant is None else \
+        accountant if isinstance(accountant, Accountant) else getattr(accountant, "_acct", None)
+    return isinstance(root, Accountant) and root.composition == "zcdp"
+
+
 def resolve_accountant(accountant: "AccountantLike | None", func: str) -> "AccountantLike":
     """``accountant`` itself (an :class:`Accountant`, a :class:`ParallelBlock` or
     :class:`Partition` of one, or a :class:`Lease` of one), or the default one for

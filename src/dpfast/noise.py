@@ -375,16 +375,6 @@ def _charged_rho(l2: float, sigma: float) -> float:
     return rho
 
 
-def _composes_in_zcdp(accountant: object) -> bool:
-    """Whether the accountant a release will charge (None: the default one; a block or a
-    lease: its accountant's) composes in zCDP. Anything else is for the release's own
-    checks to refuse: False here."""
-    from .accounting import Accountant, default_accountant
-    root = default_accountant() if accountant is None else \
-        accountant if isinstance(accountant, Accountant) else getattr(accountant, "_acct", None)
-    return isinstance(root, Accountant) and root.composition == "zcdp"
-
-
 def _l2_up(l2: float) -> float:
     """``l2``, or the least float above it whose square reaches the whole number ``l2**2``
     rounds to: a sensitivity ``sqrt(k)`` computed in floats may round below the truth, and
@@ -397,7 +387,7 @@ def _l2_up(l2: float) -> float:
 
 
 def measure(func: str, noise: object, epsilon: object, delta: object, rho: object, *,
-            l1: float, l2: float, integer: bool, accountant: object = None) -> Measure:
+            l1: float, l2: float, integer: bool, zcdp_accountant: bool = False) -> Measure:
     """The noise of a counting release and its cost, from the release's privacy keywords.
 
     Parameters
@@ -412,7 +402,8 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
         ``rho`` alone (sigma = l2 / sqrt(2 rho); charged rho exactly), or ``epsilon`` and
         ``delta`` > 0 (the tightest sigma for this one release,
         :func:`gaussian_sigma_for`; charged (epsilon, delta), stating its rho for a zCDP
-        accountant). When the release's ``accountant`` composes in zCDP, (epsilon, delta)
+        accountant). When the release's accountant composes in zCDP
+        (``zcdp_accountant``: :func:`dpfast.accounting.composes_in_zcdp`), (epsilon, delta)
         releases compose through zCDP too: sigma is that of the largest rho whose tight
         conversion fits (epsilon, delta), and that rho is charged, so an accountant holding
         (epsilon, delta) in zCDP can pay for a release of (epsilon, delta).
@@ -421,8 +412,8 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
         ``sqrt(k)`` is raised to cover ``k``).
     integer : bool
         Integer cells (discrete Laplace / discrete Gaussian) or real ones (on a grid).
-    accountant : optional
-        The release's ``accountant=`` (only read to see whether it composes in zCDP).
+    zcdp_accountant : bool
+        Whether the accountant the release will charge composes in zCDP.
 
     Returns
     -------
@@ -470,7 +461,7 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
                             "delta without epsilon."))
     eps = _v.check_epsilon(epsilon, func)
     dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
-    if _composes_in_zcdp(accountant):
+    if zcdp_accountant:
         r = math.nextafter(zcdp.rho_from_epsilon_delta(eps, dlt), 0.0)
         return Measure(Gaussian(_sigma_for_rho(l2, r), integer), eps, dlt, r)
     # A record changes cells by whole amounts c_i with sum |c_i| = l1 and sum c_i**2 =

@@ -57,6 +57,7 @@ from .. import _native
 from .. import validation as _v
 from .._release import Release
 from ..mechanisms.laplace import max_error_bound
+from ..accounting import composes_in_zcdp
 from ..releases.postprocess import consistent_counts
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
@@ -243,7 +244,7 @@ def _measure(func: str, noise: object, epsilon: object, delta: object, rho: obje
         # Today's check and message for a Laplace scale out of the kernel's range.
         _scale(tables, _v.check_epsilon(epsilon, func), func)
     m = measure(func, noise, epsilon, delta, rho, l1=float(tables), l2=_l2(tables),
-                integer=True, accountant=accountant)
+                integer=True, zcdp_accountant=composes_in_zcdp(accountant))
     if isinstance(m.noise, Gaussian) and not _v.MIN_SCALE <= m.noise.sigma <= MAX_DISCRETE_SIGMA:
         given = "'rho'" if m.epsilon is None else "'epsilon' and 'delta'"
         raise ValueError(f"The {given} parameters of {func} must give a Gaussian sigma for "

@@ -45,6 +45,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
+from ..accounting import composes_in_zcdp
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 
@@ -490,7 +491,7 @@ def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
     while Fraction(l2) ** 2 < per_record:
         l2 = math.nextafter(l2, math.inf)
     cost = measure(func, noise, epsilon, delta, rho, l1=float(per_record), l2=l2,
-                   integer=integer, accountant=accountant)
+                   integer=integer, zcdp_accountant=composes_in_zcdp(accountant))
     if isinstance(cost.noise, Gaussian) and integer:
         check_sigma(cost.noise.sigma, func)
     trees = tuple(_Tree1D(n, b, h, cost.noise.variance) for n, (b, h) in zip(shape, shapes))

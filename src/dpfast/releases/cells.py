@@ -27,7 +27,7 @@ import numpy as np
 from .. import _native
 from .. import validation as _v
 from .._release import Release
-from ..accounting import resolve_accountant
+from ..accounting import composes_in_zcdp, resolve_accountant
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 
@@ -66,7 +66,7 @@ def counting_measure(func: str, noise: object, epsilon: object, delta: object, r
         _v.check_mechanism_scale(d, _v.check_epsilon(epsilon, func), func,
                                  high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
     m = measure(func, noise, epsilon, delta, rho, l1=d, l2=d, integer=integer,
-                accountant=accountant)
+                zcdp_accountant=composes_in_zcdp(accountant))
     if isinstance(m.noise, Gaussian):
         high = MAX_DISCRETE_SIGMA if integer else _v.MAX_SCALE
         if not _v.MIN_SCALE <= m.noise.sigma <= high:
