@@ -38,9 +38,6 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar, cast
 import numpy as np
 
 from . import _native
-# The module, not its names: dpfast.samplers draws through this module, so each imports
-# the other, and neither reads the other's names until called.
-from . import samplers as _samplers
 from . import validation as _v
 from . import zcdp
 from .zcdp import rho_from_epsilon, rho_gaussian
@@ -53,6 +50,89 @@ if TYPE_CHECKING:
 __all__ = ["Laplace", "Gaussian", "Measure", "NOISES", "measure", "gaussian_sigma_for",
            "laplace", "laplace_scalar_kernel", "noisy_argmax", "noisy_top_k",
            "exponential_mechanism", "noisy_max_score", "uniforms"]
+
+
+# -- the noise parameters and floating-point terms (analysis: dpfast.samplers' docstring) --
+
+#: Laplace outputs are multiples of the smallest power of two >= scale * 2**-GRANULARITY_BITS.
+#: 24 balances the cost of rounding inputs to the grid (g/b) against the floating-point error
+#: of the inverse CDF (which grows with b/g); see :mod:`dpfast.samplers`.
+GRANULARITY_BITS = 24
+#: Bound, per unit of t (plus one), on the error of the computed t*(c + L), in units of K.
+FP_ERROR = 2.0**-49
+#: Largest discrete Laplace scale: beyond it K may exceed the kernel's exact range (2**51)
+#: and the floating-point term of the privacy bound is no longer small.
+MAX_DISCRETE_SCALE = 2.0**40
+#: Gaussian outputs are multiples of the smallest power of two >= sigma * 2**-GRID_BITS.
+GRID_BITS = 20
+#: Largest discrete Gaussian sigma (its discrete Laplace proposal must stay below 2**40).
+MAX_DISCRETE_SIGMA = 2.0**39
+
+
+def _power_of_two_at_least(x: float, bits: int) -> float:
+    """The smallest power of two >= x * 2**-bits."""
+    m, e = math.frexp(x)            # x = m 2^e, m in [0.5, 1)
+    return math.ldexp(1.0, e - 1 - bits) if m == 0.5 else math.ldexp(1.0, e - bits)
+
+
+def laplace_grid(scale: float) -> tuple[float, float]:
+    """(g, t): the grid step of Laplace noise of this scale and t = scale/g (exact)."""
+    g = _power_of_two_at_least(scale, GRANULARITY_BITS)
+    return g, scale / g
+
+
+def gaussian_grid(sigma: float) -> float:
+    """The grid step of Gaussian noise of this sigma."""
+    return _power_of_two_at_least(sigma, GRID_BITS)
+
+
+def gaussian_fp_error(sigma: float, reach: float) -> float:
+    """The floating-point term ``eta`` of the discrete Gaussian sampler of parameter sigma: each
+    output probability for ``|z| <= reach * sigma`` is within a factor ``exp(+-eta)`` of the
+    exact discrete Gaussian's (see :mod:`dpfast.samplers`). It does not grow with sigma."""
+    m, r, _ = _native.dgauss_proposal(sigma)
+    kappa = sigma * r * math.log(2.0) / 2.0**m
+    d = reach + kappa
+    eta_a = 1.001 * 2.0**-53 * (4.3 * d * d + 4.2 * kappa * d + 3.0 * r + 13.0)
+    return 2.0 * eta_a + 2.0**-60
+
+
+def gaussian_fp_loss(sigma: float, n: int, q: float) -> float:
+    """A bound on ``|ln(P'(z) / P(z))|`` for ``n`` independent draws of the discrete Gaussian
+    sampler of parameter sigma (P' the sampler's probability of the vector z, P the exact
+    one), for every z with ``sum((z_i / sigma)**2) <= q``.
+
+    The pointwise bound ``eta_a(d_i)`` of :mod:`dpfast.samplers`' docstring summed over coordinates:
+    with ``d_i = |z_i|/sigma - kappa``, ``sum d_i**2 <= q + n kappa**2 =: S`` and
+    ``sum |d_i| <= sqrt(n S)``; plus, per coordinate, the change of the acceptance rate,
+    at most the bound's mean under the exact distribution (``E d**2 <= 1 + kappa**2``).
+    Quadratic in the noise, so over n coordinates it grows like n, not like n times the
+    largest coordinate's square."""
+    m, r, _ = _native.dgauss_proposal(sigma)
+    kappa = sigma * r * math.log(2.0) / 2.0**m
+    c = 1.001 * 2.0**-53
+    s2 = q + n * kappa * kappa
+    point = c * (4.3 * s2 + 4.2 * kappa * math.sqrt(n * s2) + (3.0 * r + 13.0) * n)
+    ed2 = 1.0 + kappa * kappa
+    norm = n * (c * (4.3 * ed2 + 4.2 * kappa * math.sqrt(ed2) + 3.0 * r + 13.0) * 1.001
+                + 2.0**-60)
+    return point + norm
+
+
+def dlap_variance(t: float) -> float:
+    """Variance of discrete Laplace noise with parameter t (P[K = k] proportional to
+    exp(-|k| / t)): ``2 q / (1 - q)^2`` with ``q = exp(-1/t)``."""
+    return 2.0 * math.exp(-1.0 / t) / math.expm1(-1.0 / t) ** 2
+
+
+def eta(t: float) -> float:
+    """The floating-point term of the privacy bound of discrete Laplace noise with parameter
+    t (see :mod:`dpfast.samplers`)."""
+    err = (t + 1.0) * FP_ERROR
+    if 2 * err >= 1:
+        return math.inf
+    return 2 * err / t + math.log1p(2 * err) - math.log1p(-2 * err)
+
 
 
 def _check_scale(scale: float, name: str) -> float:
@@ -120,7 +200,7 @@ class Laplace:
         self.scale = _check_scale(scale, "scale")
         self.integer = bool(integer)
         self.g, self.t = ((1.0, self.scale) if self.integer
-                          else _samplers.laplace_grid(self.scale))
+                          else laplace_grid(self.scale))
 
     def __repr__(self) -> str:
         return f"Laplace(scale={self.scale!r}, integer={self.integer!r})"
@@ -128,7 +208,7 @@ class Laplace:
     @property
     def variance(self) -> float:
         """Per-cell variance of the noise: ``dlap_variance(t) g**2`` (about ``2 scale**2``)."""
-        return _samplers.dlap_variance(self.t) * self.g * self.g
+        return dlap_variance(self.t) * self.g * self.g
 
     def tail_bound(self, beta: float) -> float:
         """A bound exceeded by one cell's noise in absolute value with probability <= beta.
@@ -268,7 +348,7 @@ class Gaussian:
         self.sigma = _check_scale(sigma, "sigma")
         self.integer = bool(integer)
         if self.integer or g is None:
-            self.g = 1.0 if self.integer else _samplers.gaussian_grid(self.sigma)
+            self.g = 1.0 if self.integer else gaussian_grid(self.sigma)
         else:
             # A finer grid chosen by the caller (gaussian_mechanism: from its data's l2
             # rounding budget); a power of two, so grid arithmetic stays exact.

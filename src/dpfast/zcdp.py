@@ -16,6 +16,8 @@ only when a guarantee in that form is wanted.
 - :func:`discrete_gaussian_delta`: the exact delta (an upper bound, tight to rounding) of one
   release of discrete Gaussian noise on integer data whose neighbours differ by 1 in ``k``
   cells, from the exact distribution of its privacy loss.
+- :func:`gaussian_sigma`: the analytic Gaussian calibration of continuous Gaussian noise
+  (Balle & Wang 2018; ``dpfast.gaussian_sigma``).
 - :func:`gaussian_sigma_for`: the smallest sigma of one Gaussian release under an
   (epsilon, delta) budget, continuous or discrete.
 
@@ -41,7 +43,8 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -51,7 +54,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["rho_from_epsilon", "rho_gaussian", "epsilon_from_rho", "delta_from_rho",
-           "rho_from_epsilon_delta", "discrete_gaussian_delta", "gaussian_sigma_for"]
+           "rho_from_epsilon_delta", "discrete_gaussian_delta", "gaussian_sigma",
+           "gaussian_sigma_for"]
 
 # Unit roundoff of float64, and how many units an evaluated term may be off by: each term
 # takes at most a few correctly or faithfully rounded operations (libm's log, log1p, exp
@@ -746,11 +750,141 @@ def _smallest_sigma(holds: Callable[[float], bool], guess: float, valid: float) 
     return hi
 
 
+# -- the analytic Gaussian (Balle & Wang 2018): one release of continuous Gaussian noise --
+
+# Relative error of libm's erfc and exp (a few ulp) with room to spare, and the largest
+# relative error of a computed delta(sigma) the calibration accepts.
+_TERM_ERROR = 2.0**-48
+_MAX_DELTA_ERROR = 1e-3
+
+
+def _phi(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def _analytic_delta(s: float, eps: float) -> tuple[float, float]:
+    """(delta, bound on its floating-point error) of the Gaussian of sigma ``s`` for l2
+    sensitivity 1: ``Phi(a - b) - e**eps Phi(-a - b)``, ``a = 1/(2s)``, ``b = eps s``.
+
+    Each term has a relative error of a few ulp from erfc and exp, plus what the rounding of
+    its argument x moves it by (relative |x| ulp(x) at most, the slope of log Phi); the two
+    terms can be close, so the bound is absolute."""
+    a = 0.5 / s
+    b = eps * s
+    t1 = _phi(a - b)
+    t2 = math.exp(eps) * _phi(-a - b)
+    arg = 2.0**-52 * (a + b)
+    err = t1 * (_TERM_ERROR + (abs(a - b) + 1.0) * arg) + \
+        t2 * (_TERM_ERROR + (a + b + 1.0) * arg)
+    return t1 - t2, err
+
+
+def _unit_sigma(eps: float, dlt: float, calibration: str, func: str,
+                margin: float) -> float:
+    """The sigma for l2 sensitivity 1 (sigma is proportional to the sensitivity), calibrated
+    for delta ``dlt * margin``."""
+    target = dlt * margin
+    if calibration == "classic":
+        if eps >= 1.0:
+            raise ValueError(f"The classic Gaussian calibration of {func} needs epsilon < 1. "
+                             f"Got {eps!r} instead; use calibration='analytic'.")
+        return math.sqrt(2.0 * math.log(1.25 / target)) / eps
+    if calibration != "analytic":
+        raise ValueError(f"The 'calibration' parameter of {func} must be 'analytic' or "
+                         f"'classic'. Got {calibration!r} instead.")
+
+    def satisfies(s: float) -> bool:
+        # delta(s) <= dlt even at the far end of its error bound: the calibration never
+        # trusts a rounding error in its favour.
+        value, err = _analytic_delta(s, eps)
+        return value + err <= target
+
+    # delta(sigma) decreases in sigma: bracket the root, then bisect in log space.
+    lo, hi = 1e-3, 1.0
+    while not satisfies(hi):
+        lo, hi = hi, hi * 2.0
+        if hi > 2.0**1000:
+            break
+    while satisfies(lo) and lo > 1e-300:
+        lo /= 2.0
+    for _ in range(200):
+        if hi - lo <= 1e-13 * hi:
+            break
+        mid = math.sqrt(lo * hi)
+        if satisfies(mid):
+            hi = mid
+        else:
+            lo = mid
+    _, err = _analytic_delta(hi, eps)
+    if hi > 2.0**1000 or err > _MAX_DELTA_ERROR * target:
+        # At tiny epsilon the two terms of delta are both near 1/2 and delta is their small
+        # difference, which double precision no longer resolves.
+        raise ValueError(
+            f"The 'epsilon' and 'delta' parameters of {func} are too small together for an "
+            f"exact analytic calibration in double precision: at epsilon={eps!r} delta is a "
+            f"difference of two probabilities near 1/2 that cannot be computed to "
+            f"{_MAX_DELTA_ERROR:g} of delta={dlt!r}. Use a larger epsilon or delta.")
+    return hi
+
+
+def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
+                   calibration: Literal["analytic", "classic"] = "analytic") -> float:
+    """gaussian_sigma(sensitivity, epsilon, delta, *, calibration="analytic")
+
+    The Gaussian noise sigma for an l2 ``sensitivity`` that gives (epsilon, delta)-DP.
+
+    Parameters
+    ----------
+    sensitivity : float
+        l2 sensitivity: a normal float > 0 (at least 2.2e-308).
+    epsilon : float
+        > 0; the classic calibration needs epsilon < 1.
+    delta : float
+        In (0, 1).
+    calibration : {"analytic", "classic"}
+        Balle & Wang's exact condition (default), or Dwork & Roth's closed form.
+
+    Returns
+    -------
+    float
+        ``sensitivity`` times the sigma for sensitivity 1 (rounded up), so exactly linear in
+        the sensitivity; ``ValueError`` if that leaves the range of normal floats.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> round(dp.gaussian_sigma(1.0, 0.5, 1e-5, calibration="classic"), 4)
+    9.6896
+    >>> dp.gaussian_sigma(1.0, 0.5, 1e-5) < dp.gaussian_sigma(1.0, 0.5, 1e-5, calibration="classic")
+    True
+    """
+    return _sigma(sensitivity, epsilon, delta, calibration, "gaussian_sigma")
+
+
+def _sigma(sensitivity: float, epsilon: float, delta: float, calibration: str,
+           func: str, margin: float = 1.0) -> float:
+    """gaussian_sigma for delta ``delta * margin``, its errors naming ``func`` and the
+    ``delta`` given."""
+    d2 = _v.check_sensitivity(sensitivity, func)
+    if d2 < sys.float_info.min:
+        raise ValueError(f"The 'sensitivity' parameter of {func} must be a normal float "
+                         f"(>= {sys.float_info.min!r}): sigma is computed relative to it. "
+                         f"Got {sensitivity!r} instead.")
+    eps = _v.check_real(epsilon, "epsilon", func, high=700.0)
+    dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
+    sigma = math.nextafter(d2 * _unit_sigma(eps, dlt, calibration, func, margin), math.inf)
+    if not sys.float_info.min <= sigma < math.inf:
+        raise ValueError(f"The 'sensitivity' parameter of {func} gives a sigma outside the "
+                         f"range of normal floats at epsilon={eps!r}, delta={dlt!r}. Got "
+                         f"{sensitivity!r} instead.")
+    return sigma
+
+
+
 @functools.lru_cache(maxsize=1024)
 def _gaussian_sigma_for(l2: float, eps: float, dlt: float, integer: bool,
                         unit: bool) -> float:
     """gaussian_sigma_for on checked arguments."""
-    from .mechanisms.gaussian import gaussian_sigma      # imports dpfast.noise, which imports us
 
     if not integer:
         try:
