@@ -8,6 +8,7 @@ import pytest
 
 import dpfast as dp
 from dpfast import _native
+from dpfast.noise import real_laplace
 
 CHUNK = _native.CHUNK
 
@@ -68,11 +69,15 @@ def test_uniform_rebuilt_from_keystream():
 
 def test_mechanism_is_rounded_input_plus_noise():
     scale = 4.0
-    g = dp.laplace_granularity(scale)
     x = np.linspace(-1000, 1000, N_MULTI)
     acct = dp.Accountant()
     got = dp.laplace_mechanism(x, sensitivity=1.0, epsilon=0.25, accountant=acct, rng=80)
-    np.testing.assert_array_equal(got, np.rint(x / g) * g + dp.laplace(scale, N_MULTI, rng=80))
+    # On the grid that keeps the rounding of N_MULTI coordinates within budget.
+    noise = real_laplace(scale, 1.0, N_MULTI)
+    g = noise.g
+    want = noise.fill(_native.Key(dp.ChaCha20(80)), 1, np.empty(N_MULTI), np.rint(x / g) * g)
+    np.testing.assert_array_equal(got, want)
+    assert g < dp.laplace_granularity(scale)
     xi = np.arange(N_MULTI, dtype=np.int64) - 5
     got_i = dp.laplace_mechanism(xi, sensitivity=2, epsilon=0.5, accountant=acct, rng=81)
     np.testing.assert_array_equal(got_i, xi + dp.discrete_laplace(4.0, N_MULTI, rng=81))

@@ -203,7 +203,8 @@ def noisy_counts(counts: da.Array, *, noise: str = "laplace", epsilon: float | N
                          f"counts.compute_chunk_sizes() first, or write the counts out. "
                          f"Nothing was read or spent.")
     integer = kind in "iu"
-    m = counting_measure(func, noise, epsilon, delta, rho, sensitivity, integer, accountant)
+    m = counting_measure(func, noise, epsilon, delta, rho, sensitivity, integer, accountant,
+                         counts.size)
     check = _v.check_bool(check, "check", func)
     out_dtype = _out_dtype(dtype, integer, counts.dtype, m.noise, check, func)
     if counts.size == 0:

@@ -153,6 +153,54 @@ def _keyed(source: object) -> None:
                         f"release's charge), not a {type(source).__name__}.")
 
 
+def _check_grid(g: float) -> float:
+    """A grid step given to a noise: a power of two, so grid arithmetic stays exact."""
+    step = _check_scale(g, "g")
+    if math.frexp(step)[0] != 0.5:
+        raise ValueError(f"The 'g' of a noise must be a power of two. Got {g!r} instead.")
+    return step
+
+
+def _pow2_floor(x: float) -> float:
+    """The largest power of two <= x (x > 0, finite)."""
+    m, e = math.frexp(x)
+    return math.ldexp(0.5, e)
+
+
+def _pow2_ceil(x: float) -> float:
+    """The smallest power of two >= x (x > 0, finite)."""
+    m, e = math.frexp(x)
+    return math.ldexp(0.5, e) if m == 0.5 else math.ldexp(1.0, e)
+
+
+#: A release of real cells rounds each to the noise's grid, which can move a record's change
+#: by up to one step in each cell it changes: the grid is chosen so that this adds at most
+#: ROUNDING_SHARE of the sensitivity (``cells * g <= ROUNDING_SHARE * l1`` for Laplace,
+#: ``sqrt(cells) * g <= ROUNDING_SHARE * l2`` for Gaussian), never coarser than the default
+#: grid of the scale alone, never finer than the kernels allow (``t <= 2**40`` for Laplace,
+#: ``sigma / g <= 2**39`` steps for Gaussian).
+ROUNDING_SHARE = 2.0**-12
+
+
+def real_laplace(scale: float, l1: float, cells: int) -> Laplace:
+    """Laplace noise of ``scale`` for real cells of which a record changes at most ``cells``
+    by ``l1`` in all: on the default grid of the scale when that keeps the rounding within
+    :data:`ROUNDING_SHARE` of ``l1`` (always for one cell), else on the finer grid that does
+    (the certified loss, rounding included: :func:`dpfast.laplace_privacy_loss` with
+    ``cells``)."""
+    default = laplace(scale, False)
+    g = max(min(default.g, _pow2_floor(ROUNDING_SHARE * l1 / max(cells, 1))),
+            _pow2_ceil(scale * 2.0**-40))
+    return default if g >= default.g else Laplace(scale, False, g)
+
+
+def real_gaussian_grid(sigma: float, l2: float, cells: int) -> float:
+    """The grid of Gaussian noise of ``sigma`` for real cells of which a record changes at
+    most ``cells`` by ``l2`` in all (see :data:`ROUNDING_SHARE`)."""
+    g = min(gaussian_grid(sigma), _pow2_floor(ROUNDING_SHARE * l2 / math.sqrt(max(cells, 1))))
+    return max(g, _pow2_ceil(sigma * 2.0**-39))
+
+
 def _check_beta(beta: float) -> float:
     """A tail probability of :meth:`tail_bound`, in (0, 1)."""
     b = float(beta)
@@ -174,6 +222,9 @@ class Laplace:
         ``exp(-|k| / t)``), added to integer cells. False: ``g K`` with ``(g, t) =``
         :func:`dpfast.samplers.laplace_grid` ``(scale)``, added to float cells (outputs on
         the grid of step ``g``, a power of two).
+    g : float, optional
+        For real noise: a finer grid step, a power of two (:func:`real_laplace`: from the
+        rounding budget of a release whose records change many cells).
 
     Attributes
     ----------
@@ -196,11 +247,15 @@ class Laplace:
 
     __slots__ = ("scale", "integer", "g", "t")
 
-    def __init__(self, scale: float, integer: bool) -> None:
+    def __init__(self, scale: float, integer: bool, g: float | None = None) -> None:
         self.scale = _check_scale(scale, "scale")
         self.integer = bool(integer)
-        self.g, self.t = ((1.0, self.scale) if self.integer
-                          else laplace_grid(self.scale))
+        if self.integer or g is None:
+            self.g, self.t = ((1.0, self.scale) if self.integer
+                              else laplace_grid(self.scale))
+        else:
+            self.g = _check_grid(g)
+            self.t = self.scale / self.g                # exact: g is a power of two
 
     def __repr__(self) -> str:
         return f"Laplace(scale={self.scale!r}, integer={self.integer!r})"
@@ -347,15 +402,9 @@ class Gaussian:
     def __init__(self, sigma: float, integer: bool, g: float | None = None) -> None:
         self.sigma = _check_scale(sigma, "sigma")
         self.integer = bool(integer)
-        if self.integer or g is None:
-            self.g = 1.0 if self.integer else gaussian_grid(self.sigma)
-        else:
-            # A finer grid chosen by the caller (gaussian_mechanism: from its data's l2
-            # rounding budget); a power of two, so grid arithmetic stays exact.
-            self.g = _check_scale(g, "g")
-            if math.frexp(self.g)[0] != 0.5:
-                raise ValueError(f"The 'g' of a Gaussian noise must be a power of two. Got "
-                                 f"{g!r} instead.")
+        # A finer grid may be chosen by the caller (from a release's l2 rounding budget).
+        self.g = 1.0 if self.integer else gaussian_grid(self.sigma) if g is None \
+            else _check_grid(g)
 
     def __repr__(self) -> str:
         return f"Gaussian(sigma={self.sigma!r}, integer={self.integer!r})"
@@ -467,7 +516,8 @@ def _l2_up(l2: float) -> float:
 
 
 def measure(func: str, noise: object, epsilon: object, delta: object, rho: object, *,
-            l1: float, l2: float, integer: bool, zcdp_accountant: bool = False) -> Measure:
+            l1: float, l2: float, integer: bool, zcdp_accountant: bool = False,
+            cells: int = 1) -> Measure:
     """The noise of a counting release and its cost, from the release's privacy keywords.
 
     Parameters
@@ -494,6 +544,13 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
         Integer cells (discrete Laplace / discrete Gaussian) or real ones (on a grid).
     zcdp_accountant : bool
         Whether the accountant the release will charge composes in zCDP.
+    cells : int
+        For real cells: how many cells one record can change (at most all of them). Each is
+        rounded to the noise's grid, which can add a grid step to the change in each: the
+        grid comes from the rounding budget (:data:`ROUNDING_SHARE`), and Gaussian noise is
+        calibrated, and charged, for ``l2 + g sqrt(cells)``. (Laplace noise is charged its
+        nominal epsilon, as every Laplace release; :func:`dpfast.laplace_privacy_loss`
+        certifies the loss, rounding and floating point included.)
 
     Returns
     -------
@@ -524,8 +581,12 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
             raise ValueError(f"The 'delta' parameter of {func} applies to Gaussian noise; "
                              f"Laplace noise is pure epsilon-DP. Got {delta!r} with "
                              "noise='laplace'.")
-        return Measure(laplace(l1 / eps, integer), eps, 0.0, None)
+        scale = l1 / eps
+        return Measure(laplace(scale, True) if integer else real_laplace(scale, l1, cells),
+                       eps, 0.0, None)
     l2 = _l2_up(float(l2))
+    if not integer:
+        return _real_gaussian(func, epsilon, delta, rho, l2, cells, zcdp_accountant)
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise ValueError(f"{func}: give Gaussian noise either rho= or epsilon= and "
@@ -550,6 +611,38 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
     unit = integer and math.isclose(float(l1), float(l2) ** 2, rel_tol=1e-9)
     sigma = gaussian_sigma_for(l2, eps, dlt, integer, unit)
     return Measure(Gaussian(sigma, integer), eps, dlt, _charged_rho(l2, sigma))
+
+
+def _real_gaussian(func: str, epsilon: object, delta: object, rho: object, l2: float,
+                   cells: int, zcdp_accountant: bool) -> Measure:
+    """:func:`measure` for Gaussian noise on real cells: the grid from the rounding budget,
+    sigma calibrated (and the rho charged) for the sensitivity the rounding can reach,
+    ``l2 + g sqrt(cells)``, recomputed until the grid (which may grow with sigma, at
+    ``2**39`` steps per sigma at most) no longer moves."""
+    # The keywords read and checked as for integers (the same messages); its sigma is the
+    # first guess.
+    base = measure(func, "gaussian", epsilon, delta, rho, l1=l2 * l2, l2=l2, integer=True,
+                   zcdp_accountant=zcdp_accountant)
+    assert isinstance(base.noise, Gaussian)
+    in_rho = base.epsilon is None or zcdp_accountant        # sigma from the rho charged
+    rho_charged = base.rho if base.rho is not None else 0.0
+    sigma, g, reach = base.noise.sigma, 0.0, l2
+    for _ in range(64):
+        step = real_gaussian_grid(sigma, l2, cells)
+        if step == g:
+            break
+        g = step
+        reach = _up_sum(l2, g * math.sqrt(cells))
+        sigma = _sigma_for_rho(reach, rho_charged) if in_rho else \
+            gaussian_sigma_for(reach, base.epsilon, base.delta, False)  # type: ignore[arg-type]
+    cost = base.rho if in_rho else _charged_rho(reach, sigma)
+    return Measure(Gaussian(sigma, False, g), base.epsilon, base.delta, cost)
+
+
+def _up_sum(a: float, b: float) -> float:
+    """A float >= a + b (the sum rounded up)."""
+    s = a + b
+    return s if Fraction(s) >= Fraction(a) + Fraction(b) else math.nextafter(s, math.inf)
 
 
 # -- the other sampling kernels, keyed ------------------------------------------------------

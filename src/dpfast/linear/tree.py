@@ -490,8 +490,11 @@ def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
     l2 = math.sqrt(per_record)
     while Fraction(l2) ** 2 < per_record:
         l2 = math.nextafter(l2, math.inf)
+    # Real counts: a record changes the per_record nodes on its paths, each rounded to the
+    # noise's grid.
     cost = measure(func, noise, epsilon, delta, rho, l1=float(per_record), l2=l2,
-                   integer=integer, zcdp_accountant=composes_in_zcdp(accountant))
+                   integer=integer, zcdp_accountant=composes_in_zcdp(accountant),
+                   cells=per_record)
     if isinstance(cost.noise, Gaussian) and integer:
         check_sigma(cost.noise.sigma, func)
     trees = tuple(_Tree1D(n, b, h, cost.noise.variance) for n, (b, h) in zip(shape, shapes))

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import validation as _v
 from .._release import release
-from ..noise import Laplace, laplace, laplace_scalar_kernel
+from ..noise import Laplace, laplace, laplace_scalar_kernel, real_laplace
 from ..samplers import MAX_DISCRETE_SCALE, eta
 
 if TYPE_CHECKING:
@@ -112,7 +112,9 @@ def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
         out = np.empty(data.shape, dtype=np.int64)
         release(func, accountant, eps, 0.0, rng, threads, out.size, noise.fill, out, data)
     else:
-        noise = Laplace(_v.check_mechanism_scale(d, eps, func), False)
+        # Each coordinate is rounded to the grid, and the l1 sensitivity may be spread over
+        # all of them: the grid keeps their rounding within ROUNDING_SHARE of it.
+        noise = real_laplace(_v.check_mechanism_scale(d, eps, func), d, data.size)
         limit = 2.0**52 * noise.g
         _check_magnitude(data, limit, f"{limit:g} (2**52 grid steps at scale {d / eps:g}, "
                          "for exact grid arithmetic)", func)
@@ -134,15 +136,20 @@ def _check_magnitude(data: "NDArray[Any]", limit: float, limit_text: str, func: 
                          f"Got {where} instead.")
 
 
-def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = False) -> float:
-    """laplace_privacy_loss(scale, sensitivity, *, discrete=False)
+def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = False,
+                         cells: int = 1) -> float:
+    """laplace_privacy_loss(scale, sensitivity, *, discrete=False, cells=1)
 
     Certified privacy loss epsilon' of adding dpfast's Laplace noise of ``scale`` to a query
     of L1 ``sensitivity``, including grid rounding and floating-point error.
 
-    For the grid mechanism (``discrete=False``): ``(floor(D/g) + 1) g/b + eta(b/g)``;
-    for integer queries with discrete noise: ``floor(D)/b + eta(b)``; ``eta`` as in the
-    module documentation.
+    For the grid mechanism (``discrete=False``) on ``cells`` real coordinates that a
+    neighbour may change (each rounded to the grid ``g`` the release uses,
+    :func:`dpfast.noise.real_laplace`: round-half-to-even puts a change of ``D_i`` at most
+    ``floor(D_i/g) + 1`` steps apart): ``(floor(D/g) + cells) g/b + eta(b/g)``; for integer
+    queries with discrete noise: ``floor(D)/b + eta(b)``; ``eta`` as in the module
+    documentation. (The grid keeps the rounding within 2**-12 of D; a release is charged
+    its nominal epsilon ``D/b``.)
 
     Examples
     --------
@@ -157,13 +164,15 @@ def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = F
         t = _v.check_scale(scale, func, high=MAX_DISCRETE_SCALE)
         return math.floor(d) / t + eta(t)
     b = _v.check_scale(scale, func)
-    grid = Laplace(b, integer=False)
+    n = _v.check_positive_int(cells, "cells", func)
+    grid = real_laplace(b, d, n)
     g, t = grid.g, grid.t
-    # Round-half-to-even can put inputs D apart floor(D/g) + 1 cells apart; D/g in exact
-    # arithmetic (g is a power of two), since it can exceed the largest float.
-    cells = math.floor(Fraction(d) / Fraction(g)) + 1
+    # Round-half-to-even can put inputs D_i apart floor(D_i/g) + 1 steps apart: in all at
+    # most floor(D/g) + cells; D/g in exact arithmetic (g is a power of two), since it can
+    # exceed the largest float.
+    steps = math.floor(Fraction(d) / Fraction(g)) + n
     try:
-        loss = float(Fraction(cells) / Fraction(t))
+        loss = float(Fraction(steps) / Fraction(t))
     except OverflowError:
         raise ValueError(f"The 'sensitivity' and 'scale' parameters of {func} give a privacy "
                          f"loss beyond the largest float. Got sensitivity={sensitivity!r}, "

@@ -54,7 +54,7 @@ def release_key(func: str, accountant: AccountantLike | None, epsilon: float | N
 
 def counting_measure(func: str, noise: object, epsilon: object, delta: object, rho: object,
                      sensitivity: object = 1.0, integer: bool = True,
-                     accountant: object = None) -> Measure:
+                     accountant: object = None, cells: int = 1) -> Measure:
     """The noise and cost of a release of disjoint counts (one record moves one cell by at
     most ``sensitivity``: l1 = l2 = ``sensitivity``), from its ``noise=``, ``epsilon=``,
     ``delta=`` and ``rho=`` keywords (:func:`dpfast.noise.measure`), checked for the kernel
@@ -66,7 +66,7 @@ def counting_measure(func: str, noise: object, epsilon: object, delta: object, r
         _v.check_mechanism_scale(d, _v.check_epsilon(epsilon, func), func,
                                  high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
     m = measure(func, noise, epsilon, delta, rho, l1=d, l2=d, integer=integer,
-                zcdp_accountant=composes_in_zcdp(accountant))
+                zcdp_accountant=composes_in_zcdp(accountant), cells=cells)
     if isinstance(m.noise, Gaussian):
         high = MAX_DISCRETE_SIGMA if integer else _v.MAX_SCALE
         if not _v.MIN_SCALE <= m.noise.sigma <= high:
@@ -124,7 +124,10 @@ def noisy_cells(key: bytes | _native.Key, start: int, counts: NDArray[Any],
     :class:`dpfast.noise.Gaussian`, or a number: the scale of Laplace noise), integer noise
     for integer counts (int64, or int32 with ``int32``), grid noise for real ones (float64).
     The counts must already be checked (finite, within range; for int32, within
-    :func:`int32_limit`)."""
+    :func:`int32_limit`). For real counts pass the release's noise object
+    (``counting_measure(..., cells=...).noise``: its grid depends on how many cells a record
+    can change); a number is Laplace noise on the grid of its scale alone, right only when a
+    record changes one cell."""
     flat = counts.reshape(-1)
     integer = flat.dtype.kind in "iu"
     first = start // CHUNK

@@ -587,7 +587,9 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
         is_int = False
     else:
         src, is_int = _v.check_data(src, "counts", func)   # converts or raises
-    m = counting_measure(func, noise, epsilon, delta, rho, d, is_int, accountant)
+    # Real cells: a record may change every cell (sensitivity is the whole table's), and each
+    # is rounded to the noise's grid.
+    m = counting_measure(func, noise, epsilon, delta, rho, d, is_int, accountant, src.size)
     refuse_unpayable_kind(func, accountant, m)
     dst = _check_out(out, src, is_int, postprocess, func)
     if dst is not src and np.shares_memory(src, dst) and not _same_buffer(src, dst):
