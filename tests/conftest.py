@@ -57,11 +57,12 @@ def impl(request):
     _native.set_simd_impl("auto")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def clusters():
     """One distributed.LocalCluster of worker processes (one thread each) per worker count,
-    started on first use and shared by the Dask test modules (one xdist group, so one
-    worker runs them all), closed at the end of the session."""
+    started on first use, closed at the end of the module (not shared past it: a cluster's
+    threads left running would hang the tests that later fork this process without
+    Python's fork hooks)."""
     distributed = pytest.importorskip("distributed")
     made = {}
 

@@ -559,8 +559,17 @@ cdef class Key:
     def __bytes__(self):
         return b"".join(int(self.words[i]).to_bytes(4, "little") for i in range(8))
 
+    # A key is owned by its release: a copy or a pickle would let its noise be drawn again
+    # (a Dask task is sent the 32 bytes, on purpose, and rebuilds it with from_bytes).
     def __reduce__(self):
-        return (Key.from_bytes, (bytes(self),))
+        raise TypeError("A release's key is not copied or pickled (send bytes(key) where a "
+                        "piece of the release is drawn elsewhere).")
+
+    def __copy__(self):
+        raise TypeError("A release's key is not copied or pickled.")
+
+    def __deepcopy__(self, memo):
+        raise TypeError("A release's key is not copied or pickled.")
 
 
 cdef int _load_key(object source, uint32_t *key) except -1:

@@ -390,8 +390,9 @@ def _frame_codes(frame: object, names: list[Hashable], cats: Mapping[Hashable, l
     """The codes of the named columns, all of one length."""
     codes = [_codes(_column(frame, n, what, func), cats[n], n, func) for n in names]
     if len({c.size for c in codes}) > 1:
+        # The lengths are numbers of records: not shown.
         raise ValueError(f"The 'frame' parameter of {func} must have columns of one length. "
-                         f"Got lengths {[c.size for c in codes]} for {names!r} instead.")
+                         f"Got columns {names!r} of different lengths instead.")
     return codes
 
 
