@@ -735,7 +735,11 @@ def test_opt_in_advanced_composition_admits_more_spends_only_when_tighter():
     assert n == k and 200 < k
     spent = acct.spent
     assert spent[1] == 1e-6 and bound(k) <= spent[0] <= budget
-    assert acct.remaining == (float(Fraction(budget) - Fraction(spent[0])), 0.0)
+    # remaining: the exact rest, shown as a float whose reading as a charge fits in it
+    left = Fraction(budget) - Fraction(spent[0])
+    rem = acct.remaining
+    assert rem[1] == 0.0 and Fraction(repr(rem[0])) <= left
+    assert rem[0] == pytest.approx(float(left), rel=1e-15)
     assert len(acct) == k
 
 

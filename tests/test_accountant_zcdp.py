@@ -186,3 +186,51 @@ def test_zcdp_ledger_shared_by_processes_never_overspends(tmp_path):
     acct = dp.Accountant.from_ledger(path)
     assert len(acct) == 20 and acct.spent.rho == 0.01
     acct.close()
+
+
+def _in_libc_child(action):
+    """Run ``action`` in a child made by libc's fork() (no Python at-fork hook runs): its
+    exit code is 2 if it raised RuntimeError, 1 if it succeeded."""
+    import ctypes
+    pid = ctypes.CDLL(None).fork()
+    if pid == 0:                                              # pragma: no cover (child)
+        code = 3
+        try:
+            action()
+            code = 1
+        except RuntimeError:
+            code = 2
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dp.Accountant(epsilon=10.0),
+    lambda: dp.Accountant(rho=10.0),
+    lambda: dp.Accountant(epsilon=10.0).lease(epsilon=5.0),
+])
+def test_a_budget_held_in_memory_refuses_a_child_forked_by_libc(make):
+    # The compiled check-and-charge sees any fork (pthread_atfork), not only os.fork: a copy
+    # in a child would spend the budget again, unseen by the parent.
+    budget = make()
+    budget.spend(0.1)                                         # the compiled path, warmed
+    assert _in_libc_child(lambda: budget.spend(0.1)) == 2
+    budget.spend(0.1)                                         # the parent goes on
+
+
+def test_a_ledger_budget_is_shared_with_a_child_forked_by_libc(tmp_path):
+    acct = dp.Accountant(epsilon=10.0, ledger=os.fspath(tmp_path / "l"))
+    assert _in_libc_child(lambda: acct.spend(0.5)) == 1
+    assert acct.spent == (0.5, 0.0)
+
+
+def test_remaining_can_be_spent():
+    # The rest is shown as a float whose reading as a charge fits in it.
+    acct = dp.Accountant(epsilon=1.0, delta=1e-6)
+    acct.spend(1e-20, 1e-30)
+    eps, dlt = acct.remaining
+    assert acct.check(eps, dlt)
+    lease = dp.Accountant(epsilon=1.0).lease(epsilon=1.0)
+    lease.spend(1e-20)
+    assert lease.check(lease.remaining.epsilon)

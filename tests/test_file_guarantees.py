@@ -522,10 +522,100 @@ def test_a_genuine_resume_is_proved_by_its_committed_charge(tmp_path, monkeypatc
             os._exit(1)
     assert exit_code(pid) == 9
     acct = dp.Accountant.from_ledger(ledger)
-    assert acct.spent == (1.0, 0.0) and "[release " in acct.ledger[0].label
+    assert acct.spent == (1.0, 0.0) and len(acct.ledger) == 1
     release_here(path, monkeypatch, accountant=acct)
-    assert acct.spent == (1.0, 0.0) and len(acct.ledger) == 1       # not charged twice
+    # Not charged twice: the completion redeems the committed charge, once, with a durable
+    # record of no cost.
+    assert acct.spent == (1.0, 0.0) and len(acct.ledger) == 2
+    assert acct.ledger[1].charged == (0.0, 0.0) and "stands" in acct.ledger[1].label
     np.testing.assert_array_equal(np.load(path), expected(table_values()))
+
+
+def _forge_journal(cells, path, key, ledger):
+    """A journal written by hand naming ``ledger`` and ``key`` (as an attacker would)."""
+    j = Journal.for_release(cells, {"func": "noisy_counts", "source": "in place",
+                                    "epsilon": 1.0, "sensitivity": 1.0, "clip": False,
+                                    "block": histograms.BLOCK})
+    flat = np.asarray(cells).reshape(-1)
+    state = {**j.params, "key": key.hex(), "ledger": os.path.realpath(ledger),
+             "sources": [block_sum(flat[b * histograms.BLOCK:(b + 1) * histograms.BLOCK])
+                         for b in range(-(-flat.size // histograms.BLOCK))],
+             "pid": 1, "time": 0.0}
+    j.close()
+    with os.fdopen(os.open(path + JOURNAL_SUFFIX, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                           0o600), "wb") as f:
+        f.write(encode("start " + json.dumps(state)))
+
+
+@pytest.mark.parametrize("decoy", ["lease", "partition", "label"])
+def test_no_label_or_lease_or_block_stands_for_a_committed_charge(tmp_path, decoy):
+    # A commitment is a detail only Release.charge writes, on a sequential charge: a lease
+    # returned in full, a partition of a parallel block or a spend labelled with the old
+    # "[release <digest>]" tag does not pay for a forged journal's key.
+    from dpfast._release import key_digest
+    ledger = str(tmp_path / "budget.ledger")
+    acct = dp.Accountant(epsilon=2.0, ledger=ledger)
+    path = str(tmp_path / "cells.npy")
+    make_table(path, 1000)
+    cells = np.lib.format.open_memmap(path, mode="r+")
+    key = b"\x07" * 32
+    _forge_journal(cells, path, key, ledger)
+    tag = f"noisy_counts [release {key_digest(key)}]"
+    if decoy == "lease":
+        with acct.lease(epsilon=1.0, label=tag):
+            pass                                    # the whole slice comes back
+    elif decoy == "partition":
+        with acct.parallel() as block:
+            block.spend(1.0, label="a real release on another partition")
+            block.spend(1.0, label=tag)
+    else:
+        acct.spend(0.5, label=tag)
+    before = acct.spent[0]
+    dp.noisy_counts(cells, epsilon=1.0, out=cells, accountant=acct)
+    assert acct.spent[0] == before + 1.0             # the completion paid its epsilon
+
+
+def test_a_committed_charge_is_redeemed_once(tmp_path, monkeypatch):
+    # A genuine release is killed and completed (free: its charge stands, redeemed); a
+    # journal for other data naming the same key must pay: one charge, one completion.
+    monkeypatch.setattr(histograms, "BLOCK", BLOCK)
+    ledger = str(tmp_path / "budget.ledger")
+    dp.Accountant(epsilon=3.0, ledger=ledger)
+    path = str(tmp_path / "cells.npy")
+    killed_after_a_block_in(path, ledger)
+    key = bytes.fromhex(journal_state(path).state["key"])
+    acct = dp.Accountant.from_ledger(ledger)
+    release_here(path, monkeypatch, accountant=acct)
+    assert acct.spent == (1.0, 0.0)
+    other = str(tmp_path / "other.npy")
+    make_table(other, values=(np.arange(CELLS, dtype=np.int64) * 7) % 1000)
+    c2 = np.lib.format.open_memmap(other, mode="r+")
+    _forge_journal(c2, other, key, ledger)
+    dp.noisy_counts(c2, epsilon=1.0, out=c2, accountant=acct)
+    assert acct.spent == (2.0, 0.0)
+
+
+def killed_after_a_block_in(path, ledger):
+    """A release of a new table at ``path`` charged to ``ledger``, killed just after its
+    first block."""
+    make_table(path)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            from dpfast.releases import journal as jmod
+            histograms.BLOCK = BLOCK
+            real = jmod.Journal.mark_done
+
+            def die_after_first(self, b, block):
+                real(self, b, block)
+                os._exit(9)
+            jmod.Journal.mark_done = die_after_first
+            cells = np.lib.format.open_memmap(path, mode="r+")
+            dp.noisy_counts(cells, epsilon=1.0, out=cells, rng=SEED,
+                            accountant=dp.Accountant.from_ledger(ledger))
+        finally:
+            os._exit(1)
+    assert exit_code(pid) == 9
 
 
 def test_the_journal_exists_before_the_charge(tmp_path, monkeypatch):

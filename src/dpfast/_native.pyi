@@ -80,6 +80,7 @@ class Tally:
     spent: tuple[float, float]
     records: list[Any]
     foreign: bool
+    shared: bool
     def __new__(cls, budget: tuple[float, float], eps_cache: dict[float, int],
                 delta_cache: dict[float, int]) -> Self: ...
     def __enter__(self) -> Self: ...

@@ -585,6 +585,22 @@ cdef int _load_key(object source, uint32_t *key) except -1:
 
 # -- an accountant's totals ----------------------------------------------------------------
 
+# Forks of this process so far, counted in the child by pthread_atfork: os.fork and a fork()
+# made by any C code alike (the latter runs no Python at-fork hook). A Tally made before a
+# fork sees the count differ in the child.
+cdef extern from "<pthread.h>" nogil:
+    int pthread_atfork(void (*prepare)() noexcept nogil, void (*parent)() noexcept nogil,
+                       void (*child)() noexcept nogil)
+
+cdef uint64_t _forks_seen = 0
+
+cdef void _count_fork() noexcept nogil:
+    global _forks_seen
+    _forks_seen += 1
+
+pthread_atfork(NULL, NULL, _count_fork)
+
+
 cdef class Tally:
     """Tally(budget)
 
@@ -598,7 +614,9 @@ cdef class Tally:
     cdef public tuple budget
     cdef public tuple spent
     cdef public list records
-    cdef public bint foreign
+    cdef public bint shared         # backed by a ledger file: a forked child may spend it
+    cdef bint _foreign
+    cdef uint64_t _forks            # _forks_seen when made: another value means a fork since
     cdef dict _eps_cache, _delta_cache
 
     def __cinit__(self, tuple budget, dict eps_cache, dict delta_cache):
@@ -608,9 +626,23 @@ cdef class Tally:
         self.budget = budget
         self.spent = (0, 0)
         self.records = []
-        self.foreign = False
+        self.shared = False
+        self._foreign = False
+        self._forks = _forks_seen
         self._eps_cache = eps_cache
         self._delta_cache = delta_cache
+
+    @property
+    def foreign(self):
+        """True for a copy in a forked child (set by the at-fork hook of dpfast.accounting,
+        or seen here for any fork, libc's included: the kernel's pthread_atfork count), unless
+        the tally is ``shared`` (a ledger file's), and once set by its owner (a closed
+        lease)."""
+        return self._foreign or (not self.shared and self._forks != _forks_seen)
+
+    @foreign.setter
+    def foreign(self, value):
+        self._foreign = bool(value)
 
     def __dealloc__(self):
         if self._lock != NULL:
@@ -637,7 +669,8 @@ cdef class Tally:
         record is (epsilon, delta, label, (), (e, d), None). True if charged; False if either
         value is not a cached float (the caller converts it), the budget refuses, or the tally
         is foreign (a copy in a forked child): the caller then takes the general path."""
-        if type(epsilon) is not float or type(delta) is not float or self.foreign:
+        if type(epsilon) is not float or type(delta) is not float or self._foreign or \
+                (not self.shared and self._forks != _forks_seen):
             return False
         e = self._eps_cache.get(epsilon)
         d = self._delta_cache.get(delta)

@@ -130,47 +130,45 @@ class Release:
         """Spend the release's cost, then draw and return its key (raises
         :class:`dpfast.BudgetExceededError`, drawing nothing, if the budget cannot pay).
 
-        With ``commit``, the charge's label carries a digest of the key it hands out (a
-        one-way function of the key: it reveals nothing of the noise), so that a resumed
-        release can prove from the ledger that this charge paid for its key
+        With ``commit``, and an :class:`dpfast.Accountant` (not a block or a lease), the
+        charge records a digest of the key it hands out (a one-way function of the key: it
+        reveals nothing of the noise) in a detail no label can set, so that a resumed
+        release can prove from the ledger that this charge paid for its key, once
         (:meth:`charge_resumed`). The digest is of the key the generator will give; if
         another thread draws from the generator in between, the key differs, the commitment
         is void and a resume is charged again (never less)."""
         with self._lock:
             self._before_charge()
             text = label or self.func
-            if commit:
+            if commit and type(self.accountant) is Accountant:
                 peek = _native.ChaCha20(0)
                 peek.state = self.generator.state       # the same stream, not advanced
-                text = f"{text} [release {key_digest(bytes(_native.Key(peek)))}]"
-            self.accountant.spend(self.epsilon, self.delta, rho=self.rho, label=text)
+                self.accountant._spend_at(None, self.epsilon, self.delta, text, self.rho,
+                                          key_digest(bytes(_native.Key(peek))))
+            else:
+                self.accountant.spend(self.epsilon, self.delta, rho=self.rho, label=text)
             self._key = _native.Key(self.generator)
             return self._key
 
     def charge_resumed(self, key: bytes, charged_in: str | None) -> _native.Key:
         """The key of an interrupted release being completed (``key``, from its journal),
-        after paying for it -- unless its charge provably stands: made in the durable ledger
-        ``charged_in``, which is this release's ledger, by a charge of the same cost whose
-        label commits to this very key (:meth:`charge` with ``commit``). A journal written
-        by hand, naming the ledger and a key of its author's choosing, finds no such charge
-        and pays."""
+        after paying for it -- unless its charge provably stands, and is used once: made in
+        the durable ledger ``charged_in``, which is this release's ledger, by :meth:`charge`
+        with ``commit`` for this very key at the same cost, and not yet redeemed by another
+        completion (:meth:`dpfast.Accountant._redeem`, which records this one). A journal
+        written by hand, naming the ledger and a key of its author's choosing, finds no
+        such charge and pays; so does a second completion under one key."""
         with self._lock:
             self._before_charge()
+            root = self.accountant if isinstance(self.accountant, Accountant) \
+                else self.accountant._acct
+            label = f"{self.func} (completing an interrupted release)"
             if not (charged_in is not None and charged_in == ledger_path(self.accountant)
-                    and self._committed_in_ledger(key)):
-                self.accountant.spend(self.epsilon, self.delta, rho=self.rho,
-                                      label=f"{self.func} (completing an interrupted release)")
+                    and root._redeem(key_digest(key), (self.epsilon, self.delta, self.rho),
+                                     f"{label}: its committed charge stands")):
+                self.accountant.spend(self.epsilon, self.delta, rho=self.rho, label=label)
             self._key = _native.Key.from_bytes(key)
             return self._key
-
-    def _committed_in_ledger(self, key: bytes) -> bool:
-        """Whether the ledger holds a charge of this release's cost committed to ``key``."""
-        root = self.accountant if isinstance(self.accountant, Accountant) \
-            else self.accountant._acct
-        tag = f"[release {key_digest(key)}]"
-        return any(isinstance(e.label, str) and e.label.endswith(tag)
-                   and (e.epsilon, e.delta, e.rho) == (self.epsilon, self.delta, self.rho)
-                   for e in root.ledger)
 
     @property
     def key(self) -> _native.Key:

@@ -133,6 +133,15 @@ def _float(x: "_Amount") -> float:
         return math.inf
 
 
+def _float_down(x: "_Amount") -> float:
+    """The largest float whose reading as a charge (its decimal, :func:`_exact`) is at most
+    the exact amount ``x``: a remaining budget shown as this float can be spent."""
+    f = _float(x)
+    while f > 0.0 and not math.isinf(f) and _exact(f) > x:
+        f = math.nextafter(f, 0.0)
+    return f
+
+
 def _add(a: "_Amount", b: "_Amount") -> "_Amount":
     """a + b for exact amounts, either of which may be infinite (int + inf would convert the
     int to a float, which overflows)."""
@@ -240,7 +249,9 @@ _rho_cache: "dict[int, int]" = {}
 
 def _rho_of_epsilon(e: int) -> int:
     """The zCDP cost of a pure epsilon-DP charge, ``eps**2 / 2``, exactly, rounded up to a
-    whole unit (``e`` an exact epsilon)."""
+    whole unit (``e`` an exact epsilon: the charge's epsilon read as its decimal, as every
+    epsilon is; the float's distance from it is one of the floating-point effects bounded
+    with the mechanisms, far below their own, see :func:`dpfast.laplace_privacy_loss`)."""
     r = _rho_cache.get(e)
     if r is None:
         if len(_rho_cache) >= _CACHE_MAX:
@@ -739,6 +750,7 @@ class Accountant:
     def _attach(self, file: LedgerFile) -> None:
         """Back this accountant by a ledger file and take in what it records."""
         self._ledger_file = file
+        self._tally.shared = True                   # a forked child shares the file
         self._simple = False
         _in_memory.discard(self)
         # Descriptors are closed when the accountant is collected (the finaliser holds the
@@ -952,7 +964,8 @@ class Accountant:
             # Subtract (a decimal just above) the rounded-up advanced epsilon that `spent`
             # shows, so that remaining is never overstated.
             eps = _ceil_amount(_float_up(eps))
-        return (_float(_sub(self._budget[0], eps)), _float(_sub(self._budget[1], dlt)))
+        return (_float_down(_sub(self._budget[0], eps)),
+                _float_down(_sub(self._budget[1], dlt)))
 
     @property
     def ledger(self) -> "list[LedgerEntry]":
@@ -1294,6 +1307,45 @@ class Accountant:
             raise
         self._take_lease(record, kind, lease_id)
 
+    def _redeem(self, commits: str, cost: "tuple[float | None, float, float | None]",
+                label: str) -> bool:
+        """Whether an interrupted release committed to ``commits`` may complete without a
+        new charge: this ledger holds a sequential charge of exactly ``cost`` (asked
+        epsilon, delta, rho) made by :meth:`dpfast._release.Release.charge` for that key
+        (not a lease's record, not a spend inside a block, whatever its label says), and no
+        completion has redeemed it yet. If so, a durable zero-cost record of the redemption
+        is appended (a second completion of that key is charged) and True returned; else
+        nothing is written and False returned: the caller pays. Only a ledger-backed
+        accountant holds commitments."""
+        if self._ledger_file is None:
+            return False
+        with self._synced():
+            self._usable_for_lease()
+            records = self._tally.records
+            if any(len(r) > 8 and r[8] == commits for r in records):
+                return False
+            if not any(len(r) > 7 and r[7] == commits and r[3] == () and r[5] is None
+                       and (r[0], r[1], r[6]) == cost for r in records):
+                return False
+            record = (None, 0.0, label, (), _ZERO, None, None, None, commits)
+            file = self._ledger_file
+            spent = self._tally.spent
+            zero = _amount_text(0)
+            amounts = (zero, zero, _amount_text(spent[0], False),
+                       _amount_text(spent[1], False))
+            before = file.count
+            try:
+                file.append(amounts, _charge_details(record))
+            except Damaged as exc:
+                self._tally.spent = self._budget
+                raise self._damage_error(exc.line, exc.what) from None
+            except BaseException:
+                if file.count > before:
+                    self._take(record)
+                raise
+            self._take(record)
+            return True
+
     # -- spending --------------------------------------------------------------------
     def _group(self, cost: "_Cost") -> "_Cost":
         """Group privacy for k records: (k eps, k e^{(k-1)eps} delta), delta rounded up."""
@@ -1454,8 +1506,10 @@ class Accountant:
         return (_rho_of_epsilon(e), 0)
 
     def _spend_at(self, node: "_Node | None", epsilon: float | None, delta: float,
-                  label: object, rho: float | None = None) -> None:
-        """Spend at ``node`` (None: the accountant itself): the general path."""
+                  label: object, rho: float | None = None, commits: str | None = None) -> None:
+        """Spend at ``node`` (None: the accountant itself): the general path. ``commits``
+        (a release's key digest, :meth:`dpfast._release.Release.charge`) marks the charge as
+        paying for that key, in a detail no label can set."""
         e, d = self._request(epsilon, delta, rho, "Accountant.spend")
         with self._synced():
             if self._tally.foreign:
@@ -1480,7 +1534,8 @@ class Accountant:
             if root is not None and root._unit is None:
                 root._unit = os.urandom(6).hex()
             record = (epsilon, delta, label, node._path if node is not None else (), charge,
-                      root._unit if root is not None else None, rho)
+                      root._unit if root is not None else None, rho,
+                      commits if node is None else None)
             if file is None:
                 self._commit(updates, root, new, record)
                 return
@@ -1703,6 +1758,12 @@ def _charge_details(record: "tuple[object, ...]") -> "dict[str, Any]":
                "pid": os.getpid(), "time": time.time()}
     if rho is not None:
         details["rho"] = float(rho)  # type: ignore[arg-type]
+    commits = record[7] if len(record) > 7 else None
+    redeems = record[8] if len(record) > 8 else None
+    if commits is not None:
+        details["commits"] = commits
+    if redeems is not None:
+        details["redeems"] = redeems
     return details
 
 
@@ -1716,6 +1777,7 @@ def _charge_record(details: "dict[str, Any]", cost: "_Cost") -> "tuple[object, .
     path = details.get("path")
     unit = details.get("unit")
     rho = details.get("rho")
+    commits, redeems = details.get("commits"), details.get("redeems")
     # A charge asked in rho alone records epsilon as null.
     eps = None if "epsilon" in details and details["epsilon"] is None \
         else number("epsilon", _float(cost[0]))
@@ -1723,7 +1785,9 @@ def _charge_record(details: "dict[str, Any]", cost: "_Cost") -> "tuple[object, .
             label if label is None or type(label) is str else None,
             tuple(p for p in path if type(p) is str) if type(path) is list else (),
             cost, unit if type(unit) is str else None,
-            rho if type(rho) is float else None)
+            rho if type(rho) is float else None,
+            commits if type(commits) is str else None,
+            redeems if type(redeems) is str else None)
 
 
 def _open_ledger(path: "str | os.PathLike[str]", header: str | None,
@@ -1955,7 +2019,10 @@ class Lease:
                 rho = math.nextafter(rho, 0.0)
             eps = acct._epsilon_at(_exact(rho)) if rho else 0.0
             return Budget(eps, acct._read_delta if rho else 0.0, rho)
-        eps, dlt = _float(amount[0]), _float(amount[1])
+        if down:
+            eps, dlt = _float_down(amount[0]), _float_down(amount[1])
+        else:
+            eps, dlt = _float(amount[0]), _float(amount[1])
         return Budget(eps, dlt, eps * eps / 2 if dlt == 0 else math.inf)
 
     @property
