@@ -186,7 +186,9 @@ def test_a_resume_on_the_same_ledger_is_not_charged_again(tmp_path):
     assert acct.spent == (1.0, 0.0)                # charged before any block was touched
     table = np.lib.format.open_memmap(path, mode="r+")
     dp.noisy_counts(table, epsilon=1.0, out=table, accountant=acct)
-    assert acct.spent == (1.0, 0.0) and len(acct) == 1
+    # one charge, and the completion's record that it stands (no cost)
+    assert acct.spent == (1.0, 0.0) and len(acct) == 2
+    assert acct.ledger[1].charged == (0.0, 0.0)
     np.testing.assert_array_equal(table, expected(3 * BLOCK))
 
 

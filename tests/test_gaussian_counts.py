@@ -224,7 +224,9 @@ def test_a_killed_gaussian_file_release_completes_exactly_and_is_charged_once(
     # The same keywords complete it under the journal's key: no new charge on this ledger
     # (its charge committed to that key at that very cost), nothing drawn from rng.
     dp.noisy_counts(table, out=table, accountant=budget, rng=rng, **kwargs)
-    assert len(budget) == 1 and rng_state(rng) == (0, 128)
+    # one charge, and the completion's record that it stands (no cost)
+    assert len(budget) == 2 and budget.ledger[1].charged == (0.0, 0.0)
+    assert rng_state(rng) == (0, 128)
     assert np.array_equal(table, want)
     assert not os.path.exists(path + ".dpfast-undo")
     assert Journal(path, {}, lock=False).released["sigma"] == \
