@@ -503,24 +503,7 @@ def test_a_genuine_resume_is_proved_by_its_committed_charge(tmp_path, monkeypatc
     ledger = str(tmp_path / "budget.ledger")
     dp.Accountant(epsilon=1.5, ledger=ledger)
     path = str(tmp_path / "cells.npy")
-    make_table(path)
-    pid = os.fork()
-    if pid == 0:                    # dies just after its first block, charged in the ledger
-        try:
-            from dpfast.releases import journal as jmod
-            histograms.BLOCK = BLOCK
-            real = jmod.Journal.mark_done
-
-            def die_after_first(self, b, block):
-                real(self, b, block)
-                os._exit(9)
-            jmod.Journal.mark_done = die_after_first
-            cells = np.lib.format.open_memmap(path, mode="r+")
-            dp.noisy_counts(cells, epsilon=1.0, out=cells, rng=SEED,
-                            accountant=dp.Accountant.from_ledger(ledger))
-        finally:
-            os._exit(1)
-    assert exit_code(pid) == 9
+    killed_after_a_block_in(path, ledger)          # charged in the ledger, then killed
     acct = dp.Accountant.from_ledger(ledger)
     assert acct.spent == (1.0, 0.0) and len(acct.ledger) == 1
     release_here(path, monkeypatch, accountant=acct)

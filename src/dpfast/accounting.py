@@ -64,6 +64,7 @@ from .ledger import (CHARGE, RETURN, Damaged, HeldSignals, LedgerError, LedgerFi
 from .zcdp import epsilon_from_rho, rho_from_epsilon_delta
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal, TypeAlias
 
     # An exact amount: an int number of units of 10**-_K, or math.inf.
@@ -1295,17 +1296,7 @@ class Accountant:
                    _amount_text(_add(spent[1], charge[1]), False))
         details = _charge_details(record)
         details["lease"] = lease_id
-        before = file.count
-        try:
-            file.append(amounts, details, kind)
-        except Damaged as exc:
-            self._tally.spent = self._budget
-            raise self._damage_error(exc.line, exc.what) from None
-        except BaseException:
-            if file.count > before:
-                self._take_lease(record, kind, lease_id)    # durable: taken in, as written
-            raise
-        self._take_lease(record, kind, lease_id)
+        self._durable(amounts, details, kind, lambda: self._take_lease(record, kind, lease_id))
 
     def _redeem(self, commits: str, cost: "tuple[float | None, float, float | None]",
                 label: str) -> bool:
@@ -1328,23 +1319,32 @@ class Accountant:
                        and (r[0], r[1], r[6]) == cost for r in records):
                 return False
             record = (None, 0.0, label, (), _ZERO, None, None, None, commits)
-            file = self._ledger_file
             spent = self._tally.spent
             zero = _amount_text(0)
-            amounts = (zero, zero, _amount_text(spent[0], False),
-                       _amount_text(spent[1], False))
-            before = file.count
-            try:
-                file.append(amounts, _charge_details(record))
-            except Damaged as exc:
-                self._tally.spent = self._budget
-                raise self._damage_error(exc.line, exc.what) from None
-            except BaseException:
-                if file.count > before:
-                    self._take(record)
-                raise
-            self._take(record)
+            self._durable((zero, zero, _amount_text(spent[0], False),
+                           _amount_text(spent[1], False)), _charge_details(record), CHARGE,
+                          lambda: self._take(record))
             return True
+
+    def _durable(self, amounts: "tuple[str, str, str, str]", details: "dict[str, Any]",
+                 kind: str, take: "Callable[[], None]") -> None:
+        """Append one record to the ledger file, durable before anything changes here, then
+        ``take()`` it in (both locks and the signals held, by :meth:`_synced`). A record made
+        durable before an interruption (a handler the hold could not defer) is taken in
+        too: it is spent, and counted here as in the file. Damage exhausts the budget."""
+        file = self._ledger_file
+        assert file is not None
+        before = file.count
+        try:
+            file.append(amounts, details, kind)
+        except Damaged as exc:
+            self._tally.spent = self._budget
+            raise self._damage_error(exc.line, exc.what) from None
+        except BaseException:
+            if file.count > before:
+                take()
+            raise
+        take()
 
     # -- spending --------------------------------------------------------------------
     def _group(self, cost: "_Cost") -> "_Cost":
@@ -1545,21 +1545,9 @@ class Accountant:
                        _amount_text(_add(spent[1], charge[1]), False))
             # Signals are held in _synced: the write, the sync and the take-in are one step
             # for Python's signal handlers, so after this returns or raises, this process's
-            # total is the file's.
-            before = file.count
-            try:
-                # Durable before anything changes here, and before the caller draws noise.
-                file.append(amounts, _charge_details(record))
-            except Damaged as exc:
-                self._tally.spent = self._budget
-                raise self._damage_error(exc.line, exc.what) from None
-            except BaseException:
-                if file.count > before:
-                    # Interrupted after the record was made durable (a handler the hold
-                    # could not defer): it is spent, and counted here as in the file.
-                    self._commit(updates, root, new, record)
-                raise
-            self._commit(updates, root, new, record)
+            # total is the file's. Durable before the caller draws noise.
+            self._durable(amounts, _charge_details(record), CHARGE,
+                          lambda: self._commit(updates, root, new, record))
 
     def _commit(self, updates: "list[tuple[_Node, _Cost]]", root: "_Node | None",
                 new: "_Cost", record: "tuple[object, ...]") -> None:
