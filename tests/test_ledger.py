@@ -63,8 +63,8 @@ def test_the_charge_is_on_disk_before_the_noise(path):
     file = acct._ledger_file
     append, seen = file.append, []
 
-    def watched(amounts, details):
-        append(amounts, details)                  # written and synced ...
+    def watched(amounts, details, *kind):
+        append(amounts, details, *kind)           # written and synced ...
         seen.append((os.path.getsize(path), rng_state(rng)))   # ... with nothing drawn yet
 
     file.append = watched
