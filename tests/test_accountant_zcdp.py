@@ -234,3 +234,45 @@ def test_remaining_can_be_spent():
     lease = dp.Accountant(epsilon=1.0).lease(epsilon=1.0)
     lease.spend(1e-20)
     assert lease.check(lease.remaining.epsilon)
+
+
+def _implied_by_hand(acct):
+    """spent.rho of an (epsilon, delta) accountant from scratch: eps**2/2 over its outermost
+    charges (spends outside blocks, whole blocks, leases), inf once one has delta > 0."""
+    from dpfast.accounting import _float_up, _rho_of_epsilon
+    with acct._synced():
+        units = acct._units()
+    if any(d != 0 for _, d in units):
+        return math.inf
+    return _float_up(sum(_rho_of_epsilon(e) for e, _ in units))
+
+
+def test_implied_rho_is_kept_as_spends_come(tmp_path):
+    # Read after every kind of spend, it equals the sum over the outermost charges made
+    # from scratch (it is kept incrementally so that reading it stays cheap).
+    acct = dp.Accountant(epsilon=100.0, delta=1e-3, group_size=2,
+                         ledger=os.fspath(tmp_path / "l"))
+    steps = [lambda: acct.spend(0.5), lambda: acct.spend(0.25, label="x")]
+
+    def block():
+        with acct.parallel() as b:
+            b.spend(0.3)
+            b.spend(0.7)
+            b.partition().spend(0.2)
+
+    def lease():
+        with acct.lease(epsilon=1.0) as l_:
+            l_.spend(0.1)
+            l_.spend(0.2)
+    steps += [block, lease, lambda: acct.spend(0.125)]
+    for step in steps:
+        step()
+        assert acct.spent.rho == _implied_by_hand(acct)
+    plain = dp.Accountant(epsilon=10.0)
+    for _ in range(50):
+        plain.spend(0.1)                         # the compiled path
+    assert plain.spent.rho == _implied_by_hand(plain) == pytest.approx(0.25)
+    again = dp.Accountant.from_ledger(os.fspath(tmp_path / "l"))
+    assert again.spent.rho == acct.spent.rho
+    acct.spend(0.1, 1e-6)
+    assert acct.spent.rho == math.inf == _implied_by_hand(acct)

@@ -732,6 +732,13 @@ class Accountant:
         # The group-scaled cost of each outermost parallel block, by unit name, for advanced
         # composition (a spend outside blocks is its own unit).
         self._units_by_name: dict[str, _Cost] = {}
+        # The rho an (epsilon, delta) accountant's charges imply (spent.rho), kept as it
+        # goes, so that reading it costs the spends since the last read: exact sums of
+        # eps**2/2 and counts of charges with delta > 0, over the named units (blocks,
+        # leases: updated by _take) and over the charges outside them (records scanned up to
+        # _loose_upto; the compiled spend appends those without Python).
+        self._rho_units = self._delta_units = 0
+        self._rho_loose = self._delta_loose = self._loose_upto = 0
         # Running sums for composition="advanced": sum eps_i^2 (exact), sum of the loss terms
         # (exact sum of upper bounds) and how many loss terms overflowed.
         self._sum_sq: int = 0
@@ -949,13 +956,18 @@ class Accountant:
             return Budget(eps, dlt, eps * eps / 2)
 
     def _implied_rho(self) -> float:
-        """The rho the charges of an (epsilon, delta) accountant imply (lock held)."""
-        total = 0
-        for e, d in self._units():
-            if d != 0:
-                return math.inf
-            total += _rho_of_epsilon(e)
-        return _float_up(total)
+        """The rho the charges of an (epsilon, delta) accountant imply (lock held): the sum
+        of eps**2/2 over its outermost charges, inf once one has delta > 0."""
+        records = self._tally.records
+        for r in records[self._loose_upto:]:
+            if r[5] is None:
+                e, d = r[4]
+                self._rho_loose += _rho_of_epsilon(e)
+                self._delta_loose += d != 0
+        self._loose_upto = len(records)
+        if self._delta_loose or self._delta_units:
+            return math.inf
+        return _float_up(self._rho_loose + self._rho_units)
 
     def _remaining(self) -> "tuple[float, float]":
         if self._damaged():
@@ -1579,6 +1591,8 @@ class Accountant:
             self._sum_sq, self._loss, self._n_inf = self._advanced_sums(old, new)
         if unit is not None:
             self._units_by_name[unit] = new
+            self._rho_units += _rho_of_epsilon(new[0]) - _rho_of_epsilon(old[0])
+            self._delta_units += (new[1] != 0) - (old[1] != 0)
         spent = self._tally.spent
         self._tally.spent = (spent[0] + charge[0], _add(spent[1], charge[1]))
         self._tally.records.append(record)
