@@ -48,7 +48,6 @@ import math
 import numbers
 import sys
 from collections.abc import Hashable, Iterator, Mapping
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -223,16 +222,6 @@ def _scale(tables: int, eps: float, func: str) -> float:
     return scale
 
 
-def _l2(tables: int) -> float:
-    """The l2 sensitivity of ``tables`` tables, sqrt(tables), as the least float whose square
-    is at least ``tables`` (a float square root may be an ulp below: the cost charged for it
-    would then be an ulp short)."""
-    l2 = math.sqrt(tables)
-    while Fraction(l2) ** 2 < tables:
-        l2 = math.nextafter(l2, math.inf)
-    return l2
-
-
 def _measure(func: str, noise: object, epsilon: object, delta: object, rho: object,
              tables: int, accountant: object = None) -> Measure:
     """The noise of ``tables`` tables released together, and its cost, from the release's
@@ -243,7 +232,7 @@ def _measure(func: str, noise: object, epsilon: object, delta: object, rho: obje
     if isinstance(noise, str) and noise == "laplace" and epsilon is not None and rho is None:
         # Today's check and message for a Laplace scale out of the kernel's range.
         _scale(tables, _v.check_epsilon(epsilon, func), func)
-    m = measure(func, noise, epsilon, delta, rho, l1=float(tables), l2=_l2(tables),
+    m = measure(func, noise, epsilon, delta, rho, l1=float(tables), l2=math.sqrt(tables),
                 integer=True, zcdp_accountant=composes_in_zcdp(accountant))
     if isinstance(m.noise, Gaussian) and not _v.MIN_SCALE <= m.noise.sigma <= MAX_DISCRETE_SIGMA:
         given = "'rho'" if m.epsilon is None else "'epsilon' and 'delta'"

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -486,10 +485,9 @@ def tree_params(shape: tuple[int, ...], integer: bool, epsilon: float | None,
         # Laplace's scale range, checked (and worded) as it always was.
         _v.check_mechanism_scale(float(per_record), _v.check_epsilon(epsilon, func), func,
                                  high=MAX_DISCRETE_SCALE if integer else _v.MAX_SCALE)
-    # l2 = sqrt(h) rounded up: the charged rho covers h / (2 sigma**2) exactly.
+    # l2 = sqrt(h) (measure raises a square root that rounded below h: the charged rho
+    # covers h / (2 sigma**2) exactly).
     l2 = math.sqrt(per_record)
-    while Fraction(l2) ** 2 < per_record:
-        l2 = math.nextafter(l2, math.inf)
     # Real counts: a record changes the per_record nodes on its paths, each rounded to the
     # noise's grid.
     cost = measure(func, noise, epsilon, delta, rho, l1=float(per_record), l2=l2,
