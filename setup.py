@@ -32,7 +32,7 @@ native = Extension(
     "dpfast._native",
     ["src/dpfast/_native.pyx"]
     + [os.path.join(CORE, f) for f in ("simd.c", "chacha20.c", "driver.c", "sampling.c",
-                                       "counting.c")],
+                                       "counting.c", "records.c")],
     include_dirs=[CORE, np.get_include()],
     define_macros=macros,
     extra_compile_args=cflags,

@@ -31,7 +31,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.pythread cimport (NOWAIT_LOCK, WAIT_LOCK, PyThread_acquire_lock,
                                PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_release_lock, PyThread_type_lock)
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.math cimport INFINITY
 from libc.string cimport memcpy
@@ -1340,3 +1340,95 @@ def uniform_from_bits(const uint64_t[::1] words, const uint64_t[::1] n0):
     for i in range(n):
         o[i] = dpf_uniform_from_bits(words[i], n0[i])
     return out
+
+
+# -- statistics of records -----------------------------------------------------------------
+
+cdef extern from "records.h":
+    enum:
+        DPF_KEPT
+        DPF_KEPT_FIRST
+    ctypedef struct dpf_bound_task:
+        const int64_t *person
+        const int64_t *group
+        const double *prio
+        const double *gprio
+        uint8_t *kept
+        int64_t n, max_groups, max_rows
+        void *recs
+        int64_t *start
+        int64_t nparts
+        int part_bits
+        int failed
+    void dpf_bound_prepare(dpf_bound_task *t) nogil
+    void dpf_bound_chunk(void *task, int64_t chunk, int slot) noexcept nogil
+    void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n) nogil
+    void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
+                              double target, double a, double *w) nogil
+
+KEPT = DPF_KEPT
+KEPT_FIRST = DPF_KEPT_FIRST
+
+
+def bound_contributions(cnp.ndarray person not None, cnp.ndarray group not None,
+                        cnp.ndarray prio not None, cnp.ndarray gprio not None,
+                        int64_t max_groups, int64_t max_rows, int threads):
+    """Flags (uint8) of the rows kept when each person (int64 values of person) keeps at most
+    max_groups of their (person, group) pairs and max_rows rows in each: the pairs with the
+    lowest gprio (read at a pair's first row) and, in each, the rows with the lowest prio
+    (float64 priorities, one per row). KEPT marks a kept row, KEPT_FIRST one kept row of each
+    pair kept. Deterministic: any thread count gives the same flags."""
+    cdef dpf_bound_task t
+    cdef int64_t n = person.shape[0]
+    cdef int bits = 0
+    if max_groups < 1 or max_rows < 1:
+        raise ValueError("max_groups and max_rows must be >= 1")
+    t.person = <const int64_t *>_data(person, cnp.NPY_INT64, n, "person")
+    t.group = <const int64_t *>_data(group, cnp.NPY_INT64, n, "group")
+    t.prio = <const double *>_data(prio, cnp.NPY_FLOAT64, n, "prio")
+    t.gprio = <const double *>_data(gprio, cnp.NPY_FLOAT64, n, "gprio")
+    kept = np.zeros(n, dtype=np.uint8)
+    recs = np.empty(5 * n, dtype=np.int64)       # one 40-byte record per row
+    while bits < 12 and (1 << bits) * 16384 < n:     # partitions of about 16,384 rows
+        bits += 1
+    start = np.empty((1 << bits) + 1, dtype=np.int64)
+    t.kept = <uint8_t *>cnp.PyArray_DATA(kept)
+    t.recs = cnp.PyArray_DATA(recs)
+    t.start = <int64_t *>cnp.PyArray_DATA(start)
+    t.n = n
+    t.max_groups = max_groups
+    t.max_rows = max_rows
+    t.part_bits = bits
+    t.nparts = 1 << bits
+    t.failed = 0
+    with nogil:
+        dpf_bound_prepare(&t)
+        if not t.failed:
+            dpf_run(dpf_bound_chunk, &t, t.nparts, threads)
+    if t.failed:
+        raise MemoryError("bound_contributions: out of memory")
+    return kept
+
+
+def sort_u32(cnp.ndarray keys not None):
+    """Sort a C-contiguous uint32 array in place (LSD radix sort, GIL released)."""
+    cdef int64_t n = keys.shape[0]
+    cdef uint32_t *k = <uint32_t *>_data(keys, cnp.NPY_UINT32, n, "keys", True)
+    tmp = np.empty(n, dtype=np.uint32)
+    cdef uint32_t *p = <uint32_t *>cnp.PyArray_DATA(tmp)
+    with nogil:
+        dpf_sort_u32(k, p, n)
+    return keys
+
+
+def quantile_weights(cnp.ndarray s not None, int64_t lo, int64_t hi, double target, double a):
+    """Log-weights (float64, len(s) + 1) of the exponential mechanism over the integers
+    lo..hi for a quantile of the sorted uint32 keys s (all within [lo, hi]): entry j is
+    log(the number of integers y with j keys below y) - a * |j - target|."""
+    cdef int64_t m = s.shape[0]
+    cdef const uint32_t *p = <const uint32_t *>_data(s, cnp.NPY_UINT32, m, "s")
+    w = np.empty(m + 1, dtype=np.float64)
+    cdef double *o = <double *>cnp.PyArray_DATA(w)
+    with nogil:
+        dpf_quantile_weights(p, m, lo, hi, target, a, o)
+    return w

@@ -1,0 +1,216 @@
+#include "records.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* -- contribution bounding ------------------------------------------------------------------ */
+
+/* A mixing of the person's value into its bucket (splitmix64's finalizer): buckets only group
+ * rows for speed; which rows are kept never depends on them. */
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+typedef struct dpf_row {
+    int64_t person, group, row;   /* row: its position in the data */
+    double prio, gprio;           /* the row's priority; its pair's, if it is the first row */
+} rec;
+
+/* The rows are grouped by person in two passes of a radix partition on a hash of the person
+ * (splitmix64's finalizer: it only groups rows for speed; which rows are kept never depends on
+ * it): first into nparts partitions by its top bits, sequentially, writing nparts streams;
+ * then each partition (one chunk of the run) into small buckets by its next bits, within a
+ * scratch copy that fits in cache.  Random writes over the whole table cost a cache and TLB
+ * miss each; these do not. */
+static inline uint64_t part_of(const dpf_bound_task *t, int64_t person)
+{
+    return t->part_bits == 0 ? 0 : mix64((uint64_t)person) >> (64 - t->part_bits);
+}
+
+void dpf_bound_prepare(dpf_bound_task *t)
+{
+    int64_t *start = t->start;
+    memset(start, 0, (size_t)(t->nparts + 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < t->n; i++)
+        start[part_of(t, t->person[i]) + 1]++;
+    for (int64_t p = 0; p < t->nparts; p++)
+        start[p + 1] += start[p];
+    int64_t *next = malloc((size_t)t->nparts * sizeof(int64_t));
+    if (next == NULL) {
+        t->failed = 1;
+        return;
+    }
+    memcpy(next, start, (size_t)t->nparts * sizeof(int64_t));
+    for (int64_t i = 0; i < t->n; i++) {      /* in row order: a bucket's rows stay in order */
+        rec *r = &t->recs[next[part_of(t, t->person[i])]++];
+        r->person = t->person[i];
+        r->group = t->group[i];
+        r->row = i;
+        r->prio = t->prio[i];
+        r->gprio = t->gprio[i];
+    }
+    free(next);
+}
+
+/* By person, then group, then position: a pair's rows together, its first row first. */
+static int by_pair(const void *pa, const void *pb)
+{
+    const rec *a = pa, *b = pb;
+    if (a->person != b->person) return a->person < b->person ? -1 : 1;
+    if (a->group != b->group) return a->group < b->group ? -1 : 1;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
+/* By priority, then position (ties have probability about 2^-53; positions break them). */
+static int by_prio(const void *pa, const void *pb)
+{
+    const rec *a = pa, *b = pb;
+    if (a->prio != b->prio) return a->prio < b->prio ? -1 : 1;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
+static void sort_recs(rec *r, int64_t n, int (*cmp)(const void *, const void *))
+{
+    if (n > 24) {
+        qsort(r, (size_t)n, sizeof(rec), cmp);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {          /* insertion sort: most people have few rows */
+        rec x = r[i];
+        int64_t j = i;
+        while (j > 0 && cmp(&r[j - 1], &x) > 0) {
+            r[j] = r[j - 1];
+            j--;
+        }
+        r[j] = x;
+    }
+}
+
+/* One person's rows r[0..n) sorted by pair; pairs[] scratch (one rec per pair). Keeps the
+ * max_groups pairs of lowest pair priority and, in each, the max_rows rows of lowest row
+ * priority: uniform choices, since the priorities are independent uniforms. */
+static void bound_person(const dpf_bound_task *t, rec *r, int64_t n, rec *pairs)
+{
+    int64_t npairs = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || r[i].group != r[i - 1].group) {
+            pairs[npairs].row = i;                /* row: where the pair starts in r */
+            pairs[npairs].prio = r[i].gprio;
+            npairs++;
+        }
+    if (npairs > t->max_groups)
+        sort_recs(pairs, npairs, by_prio);
+    int64_t chosen = npairs < t->max_groups ? npairs : t->max_groups;
+    for (int64_t p = 0; p < chosen; p++) {
+        int64_t a = pairs[p].row, b = a + 1;
+        while (b < n && r[b].group == r[a].group)
+            b++;
+        if (b - a > t->max_rows)
+            sort_recs(r + a, b - a, by_prio);
+        int64_t keep = b - a < t->max_rows ? b - a : t->max_rows;
+        for (int64_t i = a; i < a + keep; i++)
+            t->kept[r[i].row] = DPF_KEPT;
+        t->kept[r[a].row] = DPF_KEPT | DPF_KEPT_FIRST;      /* one mark per pair kept */
+    }
+}
+
+void dpf_bound_chunk(void *task, int64_t chunk, int slot)
+{
+    (void)slot;
+    dpf_bound_task *t = task;
+    rec *part = t->recs + t->start[chunk];
+    int64_t n = t->start[chunk + 1] - t->start[chunk];
+    if (n == 0)
+        return;
+    int bits = 0;                               /* buckets of about 8 rows */
+    while (bits < 40 && ((int64_t)1 << bits) * 8 < n)
+        bits++;
+    int64_t nb = (int64_t)1 << bits;
+    rec *copy = malloc((size_t)n * sizeof(rec));
+    int64_t *at = calloc((size_t)nb + 1, sizeof(int64_t));
+    if (copy == NULL || at == NULL) {
+        free(copy);
+        free(at);
+        t->failed = 1;                          /* read by the caller after the run */
+        return;
+    }
+    memcpy(copy, part, (size_t)n * sizeof(rec));
+    const int shift = 64 - t->part_bits - bits;
+    const uint64_t mask = (uint64_t)nb - 1;
+#define BUCKET(r) ((shift >= 0 ? mix64((uint64_t)(r).person) >> shift \
+                               : mix64((uint64_t)(r).person)) & mask)
+    for (int64_t i = 0; i < n; i++)
+        at[BUCKET(copy[i]) + 1]++;
+    for (int64_t b = 0; b < nb; b++)
+        at[b + 1] += at[b];
+    for (int64_t i = 0; i < n; i++)
+        part[at[BUCKET(copy[i])]++] = copy[i];   /* at[b] ends as bucket b's end */
+#undef BUCKET
+    rec *pairs = copy;                          /* the copy is scratch from here on */
+    for (int64_t b = 0, lo = 0; b < nb; lo = at[b], b++) {
+        rec *r = part + lo;
+        int64_t m = at[b] - lo;
+        sort_recs(r, m, by_pair);
+        for (int64_t a = 0; a < m;) {
+            int64_t e = a + 1;
+            while (e < m && r[e].person == r[a].person)
+                e++;
+            bound_person(t, r + a, e - a, pairs);
+            a = e;
+        }
+    }
+    free(copy);
+    free(at);
+}
+
+/* -- order statistics ----------------------------------------------------------------------- */
+
+void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n)
+{
+    uint32_t *src = keys, *dst = tmp;
+    uint32_t all_or = 0, all_and = 0xffffffffu;
+    for (int64_t i = 0; i < n; i++) {
+        all_or |= keys[i];
+        all_and &= keys[i];
+    }
+    for (int shift = 0; shift < 32; shift += 11) {
+        const uint32_t digit_mask = 0x7ffu << shift;
+        if (((all_or ^ all_and) & digit_mask) == 0)
+            continue;                               /* every key has this digit: no pass */
+        int64_t count[2049] = {0};
+        for (int64_t i = 0; i < n; i++)
+            count[((src[i] >> shift) & 0x7ff) + 1]++;
+        for (int d = 0; d < 2048; d++)
+            count[d + 1] += count[d];
+        for (int64_t i = 0; i < n; i++)
+            dst[count[(src[i] >> shift) & 0x7ff]++] = src[i];
+        uint32_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != keys)
+        memcpy(keys, src, (size_t)n * sizeof(uint32_t));
+}
+
+void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
+                          double target, double a, double *w)
+{
+    for (int64_t j = 0; j <= m; j++) {
+        int64_t below = j == 0 ? lo - 1 : (int64_t)s[j - 1];
+        int64_t top = j == m ? hi : (int64_t)s[j];
+        int64_t count = top - below;
+        w[j] = count > 0 ? log((double)count) - a * fabs((double)j - target) : -INFINITY;
+    }
+}
+
+int64_t dpf_quantile_pick(const uint32_t *s, int64_t m, int64_t lo, int64_t j, int64_t off)
+{
+    (void)m;
+    return (j == 0 ? lo : (int64_t)s[j - 1] + 1) + off;
+}

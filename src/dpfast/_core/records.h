@@ -1,0 +1,54 @@
+/*
+ * Statistics of records: bounding each person's contribution, and the order statistics the
+ * quantile releases select from.  Nothing here is random: the random priorities that decide
+ * which rows a person keeps are drawn by the caller under the release's key, one per row,
+ * addressed by the row's position, so the rows kept depend only on the key and the data.
+ */
+#ifndef DPF_RECORDS_H
+#define DPF_RECORDS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kept[i] flags */
+enum { DPF_KEPT = 1, DPF_KEPT_FIRST = 2 };
+
+typedef struct {
+    const int64_t *person;  /* the privacy unit of each row (any values) */
+    const int64_t *group;   /* the group of each row (any values) */
+    const double *prio;     /* row priorities: a pair keeps its max_rows lowest */
+    const double *gprio;    /* pair priorities, read at each (person, group) pair's first row */
+    uint8_t *kept;          /* out: DPF_KEPT, plus DPF_KEPT_FIRST on one kept row per pair */
+    int64_t n, max_groups, max_rows;
+    struct dpf_row *recs;   /* scratch, n records: the rows by partition of person */
+    int64_t *start;         /* scratch, nparts + 1: the partitions' first positions in recs */
+    int64_t nparts;         /* 2**part_bits partitions, one chunk of the run each */
+    int part_bits;
+    int failed;             /* set if a chunk could not allocate its scratch */
+} dpf_bound_task;
+
+/* Partition the rows by a hash of their person (recs, start), sequentially; then run
+ * dpf_bound_chunk over the partitions (any threads: each person's rows are decided from that
+ * person's rows alone). */
+void dpf_bound_prepare(dpf_bound_task *t);
+void dpf_bound_chunk(void *task, int64_t chunk, int slot);
+
+/* Sort n uint32 keys in place (LSD radix, 11-bit digits; tmp has room for n keys). */
+void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n);
+
+/* Log-weights of the exponential mechanism over the integers lo..hi for a quantile of the
+ * sorted keys s[0..m) (all within [lo, hi]): w[j], j = 0..m, for the integers y with j keys
+ * below y: log(their count) - a * |j - target| (-inf when there are none). */
+void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
+                          double target, double a, double *w);
+
+/* The integer of the chosen interval j at offset off (0 <= off < its count). */
+int64_t dpf_quantile_pick(const uint32_t *s, int64_t m, int64_t lo, int64_t j, int64_t off);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
