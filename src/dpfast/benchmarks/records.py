@@ -726,7 +726,7 @@ def _rows_label(rows: int) -> str:
 
 def _memory(r: Mapping[str, Any]) -> str:
     peak, load = r["peak_rss_mib"], r["load_rss_mib"]
-    return f"{peak / 1024:.2f} GiB ({(peak - load) / 1024:.2f} GiB after loading)"
+    return f"{peak / 1024:.2f} GiB (+{(peak - load) / 1024:.2f} GiB over the loaded data)"
 
 
 def _name(r: Mapping[str, Any]) -> str:
@@ -760,7 +760,9 @@ def to_markdown(report: Mapping[str, Any]) -> str:
                  f" (bounding {b['bounding_seconds']:.2f} s) | {b['released']:,} | "
                  f"{b['error']:.3g} | — |")
     lines += ["", "\\* mean absolute relative error of the per-department mean against the "
-              "whole table's; a department not released counts as 1.", ""]
+              "whole table's (no bounding); a department not released counts as 1. The "
+              "no-privacy row's error is the contribution bounding's own (rows dropped). Peak "
+              "memory: the child's peak resident set, and how much it grew after loading.", ""]
     lines += [f"Overall median and mean of the {report['rows']:,} salaries, each person's rows "
               f"bounded to {report['max_rows']} where the library can (true median "
               f"{report['true_median']:.1f}, mean {report['true_mean']:.1f}; `np.median` takes "
