@@ -47,6 +47,7 @@ from .mechanisms import (
     top_k,
 )
 from .releases import count_categories, histogram, histogramdd, noisy_counts, postprocess
+from .records import mean, median, quantiles, std, sum, variance
 from .rng import default_rng
 from .samplers import (
     discrete_gaussian,
@@ -61,6 +62,12 @@ from .samplers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "sum",
+    "mean",
+    "variance",
+    "std",
+    "quantiles",
+    "median",
     "AboveThreshold",
     "Accountant",
     "AuditResult",

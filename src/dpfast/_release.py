@@ -70,13 +70,17 @@ class Keys:
     taken). Made only after the release's charge; owned by the object that made the
     release (it refuses copy and pickle)."""
 
-    __slots__ = ("_generator",)
+    __slots__ = ("_generator", "_first")
 
-    def __init__(self, generator: ChaCha20) -> None:
+    def __init__(self, generator: ChaCha20, first: _native.Key | None = None) -> None:
         self._generator = generator
+        self._first = first
 
     def next(self) -> _native.Key:
-        """The next key of the release."""
+        """The next key of the release (``first``, if given, before any other)."""
+        if self._first is not None:
+            key, self._first = self._first, None
+            return key
         return _native.Key(self._generator)
 
     def coins(self) -> ChaCha20:
@@ -149,6 +153,13 @@ class Release:
                 self.accountant.spend(self.epsilon, self.delta, rho=self.rho, label=text)
             self._key = _native.Key(self.generator)
             return self._key
+
+    def charge_keys(self, label: str | None = None) -> Keys:
+        """:meth:`charge`, for a release that draws several times (a statistic of records:
+        the rows each person keeps, then the noise of each of its parts): a :class:`Keys`
+        stream whose first key is the one :meth:`charge` hands out."""
+        first = self.charge(label)
+        return Keys(self.generator, first)
 
     def charge_resumed(self, key: bytes, charged_in: str | None) -> _native.Key:
         """The key of an interrupted release being completed (``key``, from its journal),

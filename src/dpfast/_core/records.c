@@ -92,6 +92,31 @@ static void sort_recs(rec *r, int64_t n, int (*cmp)(const void *, const void *))
     }
 }
 
+/* Keep the max_rows rows of lowest priority of one pair of n <= 64 rows (in position order):
+ * the max_rows-th lowest (priority, position) found on a small array of them, then every
+ * row at or below it kept (returns that row). Moves 16 bytes per step of the sort instead of
+ * a whole record. */
+static int64_t keep_lowest(const dpf_bound_task *t, rec *r, int64_t n)
+{
+    struct { double prio; int64_t row; } k[64];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i;
+        while (j > 0 && (k[j - 1].prio > r[i].prio ||
+                         (k[j - 1].prio == r[i].prio && k[j - 1].row > r[i].row))) {
+            k[j] = k[j - 1];
+            j--;
+        }
+        k[j].prio = r[i].prio;
+        k[j].row = r[i].row;
+    }
+    const double cut = k[t->max_rows - 1].prio;
+    const int64_t cut_row = k[t->max_rows - 1].row;
+    for (int64_t i = 0; i < n; i++)
+        if (r[i].prio < cut || (r[i].prio == cut && r[i].row <= cut_row))
+            t->kept[r[i].row] = DPF_KEPT;
+    return cut_row;
+}
+
 /* One person's rows r[0..n) sorted by pair; pairs[] scratch (one rec per pair). Keeps the
  * max_groups pairs of lowest pair priority and, in each, the max_rows rows of lowest row
  * priority: uniform choices, since the priorities are independent uniforms. */
@@ -111,12 +136,19 @@ static void bound_person(const dpf_bound_task *t, rec *r, int64_t n, rec *pairs)
         int64_t a = pairs[p].row, b = a + 1;
         while (b < n && r[b].group == r[a].group)
             b++;
-        if (b - a > t->max_rows)
+        int64_t marked = r[a].row;                  /* a kept row, to mark the pair on */
+        if (b - a <= t->max_rows) {
+            for (int64_t i = a; i < b; i++)
+                t->kept[r[i].row] = DPF_KEPT;
+        } else if (b - a <= 64) {
+            marked = keep_lowest(t, r + a, b - a);
+        } else {
             sort_recs(r + a, b - a, by_prio);
-        int64_t keep = b - a < t->max_rows ? b - a : t->max_rows;
-        for (int64_t i = a; i < a + keep; i++)
-            t->kept[r[i].row] = DPF_KEPT;
-        t->kept[r[a].row] = DPF_KEPT | DPF_KEPT_FIRST;      /* one mark per pair kept */
+            marked = r[a].row;
+            for (int64_t i = a; i < a + t->max_rows; i++)
+                t->kept[r[i].row] = DPF_KEPT;
+        }
+        t->kept[marked] = DPF_KEPT | DPF_KEPT_FIRST;        /* one mark per pair kept */
     }
 }
 

@@ -1,0 +1,589 @@
+"""Statistics of records: bounded sums, means, variances and quantiles of a column.
+
+Each function takes the values, public clamping ``bounds=(lo, hi)`` (values outside are
+clamped; bounds computed from the data are refused, as histogram edges are: they are
+published with the result), and the privacy keywords of the noise layer. Optionally a
+``privacy_unit`` column names the person each row belongs to: each person then keeps at most
+``max_rows`` of their rows, chosen uniformly at random under the release's key (never "the
+first rows"), and every sensitivity is that of a person. Without one, each row is a person.
+
+How a release is made (:class:`Statistic`):
+
+1. check -- values (NaN or infinity refused, by position), bounds, privacy unit, keywords;
+   the budget is split between the statistic's parts (:func:`split`) and the whole is asked
+   of the accountant. Nothing is charged or drawn before everything is checked.
+2. charge -- one charge for the whole statistic; its key stream decides the rows kept
+   (:func:`bound`) and then draws each part's noise.
+3. draw -- every sum is exact: values are clamped and rounded to whole multiples of a power
+   of two (the noise's grid) *before* they are added up, as integers, so a floating-point
+   sum's rounding can neither raise a person's influence past the sensitivity nor carry
+   information the noise does not cover; the noise kernels then add noise on the same grid.
+
+The mean and variance are post-processing of noisy counts and noisy sums of values centred
+on the middle of the bounds (a centred sum has half the sensitivity of a raw one). Quantiles
+use the exponential mechanism over the gaps between sorted values (Smith 2011), on the
+integers of a fine grid, several at once by the recursive algorithm of Kaplan, Schnapp and
+Stemmer (2022): the middle quantile first, then each half of the data for the quantiles on
+its side, so each level of the recursion costs its share once (the halves are disjoint).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from . import _native, noise, zcdp
+from . import validation as _v
+from ._release import Keys, Release
+from .accounting import composes_in_zcdp, resolve_accountant
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from .accounting import AccountantLike
+    from .rng import RngLike
+
+__all__ = ["sum", "mean", "variance", "std", "quantiles", "median", "Part", "split",
+           "check_bounds", "check_values", "person_ids", "bound"]
+
+_builtin_sum = sum
+
+#: The largest magnitude of an exact integer sum: sums of values in grid units stay below it.
+EXACT = 2.0**52
+
+
+# -- arguments ------------------------------------------------------------------------------
+
+def _leak(func: str, detail: str) -> ValueError:
+    return ValueError(
+        f"{func} refuses data-dependent bounds: {detail} The bounds set the sensitivity and "
+        "are public; bounds computed from the data (its minimum, maximum or quantiles) reveal "
+        "it. Pass bounds=(low, high) chosen without looking at the data.")
+
+
+def check_bounds(bounds: object, func: str, name: str = "bounds") -> tuple[float, float]:
+    """Public clamping bounds ``(lo, hi)``: two finite reals with lo < hi."""
+    if bounds is None:
+        raise _leak(func, f"{name}=None would use the data's minimum and maximum.")
+    if isinstance(bounds, str):
+        raise _leak(func, f"{name}={bounds!r} chooses bounds from the data.")
+    if (not isinstance(bounds, Sequence) and not isinstance(bounds, np.ndarray)) \
+            or len(bounds) != 2:
+        raise TypeError(f"The {name!r} parameter of {func} must be a pair (low, high) of "
+                        f"real numbers. Got {_v.describe(bounds)} instead.")
+    lo = _v.check_real(bounds[0], f"{name}[0]", func, low=-math.inf)
+    hi = _v.check_real(bounds[1], f"{name}[1]", func, low=-math.inf)
+    if not lo < hi:
+        raise ValueError(f"The {name!r} parameter of {func} must have low < high. Got "
+                         f"{bounds!r} instead.")
+    if not math.isfinite(hi - lo):
+        raise ValueError(f"The {name!r} parameter of {func} must be a finite interval "
+                         f"(high - low overflows). Got {bounds!r} instead.")
+    return lo, hi
+
+
+def check_values(values: object, func: str, name: str = "values") -> NDArray[np.float64]:
+    """A 1-D column of real numbers as float64 (NaN or infinity refused, by position)."""
+    arr, _ = _v.check_data(values, name, func)
+    if arr.ndim != 1:
+        raise ValueError(f"The {name!r} parameter of {func} must be one-dimensional. Got "
+                         f"{_v.describe(values)} instead.")
+    return np.asarray(arr, dtype=np.float64)
+
+
+def person_ids(unit: object, n: int, func: str,
+               name: str = "privacy_unit") -> NDArray[np.int64]:
+    """The privacy unit of each of ``n`` rows as int64 ids: integers as they are, anything
+    else (strings, ...) by its code among the distinct values. Nulls and mixed types are
+    refused."""
+    arr = _v.as_array(unit, name, func, categories=True)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"The {name!r} parameter of {func} must be one id per row ({n} "
+                         f"rows). Got {_v.describe(unit)} instead.")
+    if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+            return _codes(arr, name, func)
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.dtype.kind == "b":
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    return _codes(arr, name, func)
+
+
+def _codes(arr: NDArray[Any], name: str, func: str) -> NDArray[np.int64]:
+    """Codes of the distinct values of a column (nulls and mixed types refused)."""
+    check_keys_column(arr, name, func)
+    try:
+        import pandas as pd
+    except ImportError:                                         # pragma: no cover
+        _, inverse = np.unique(arr, return_inverse=True)
+        return inverse.astype(np.int64)
+    codes, _ = pd.factorize(arr, use_na_sentinel=True)
+    return np.ascontiguousarray(codes, dtype=np.int64)
+
+
+def check_keys_column(arr: NDArray[Any], name: str, func: str) -> None:
+    """Refuse nulls (None, NaN) and values of mixed types in a column of ids or keys."""
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise ValueError(f"The {name!r} parameter of {func} must not contain nulls or "
+                             f"infinities. Got {_v.entry_at(~np.isfinite(arr), 'is null')} "
+                             "instead.")
+        return
+    if arr.dtype.kind != "O":
+        return
+    try:
+        import pandas as pd
+        kind = pd.api.types.infer_dtype(arr, skipna=False)
+    except ImportError:                                         # pragma: no cover
+        kind = "string" if all(isinstance(v, str) for v in arr) else "mixed"
+    if kind in ("mixed", "mixed-integer", "mixed-integer-float", "empty") or \
+            any(v is None for v in arr[:0]):
+        nulls = np.array([v is None or (isinstance(v, float) and math.isnan(v))
+                          for v in arr], dtype=bool)
+        if nulls.any():
+            raise ValueError(f"The {name!r} parameter of {func} must not contain nulls. Got "
+                             f"{_v.entry_at(nulls, 'is null')} instead.")
+        if kind != "empty":
+            raise TypeError(f"The {name!r} parameter of {func} must hold values of one type "
+                            "(all strings, or all integers, ...). Got values of mixed types.")
+
+
+def check_max(value: object, name: str, func: str) -> int:
+    """A contribution bound: an int >= 1."""
+    return _v.check_positive_int(value, name, func, high=2**31 - 1)
+
+
+# -- the budget -----------------------------------------------------------------------------
+
+class Part(NamedTuple):
+    """One noisy measurement of a statistic: its l1 and l2 sensitivities (a person's
+    influence on it), whether its cells are integers, and its share of the budget."""
+
+    name: str
+    l1: float
+    l2: float
+    integer: bool
+    weight: float = 1.0
+
+
+class Plan(NamedTuple):
+    """A statistic's measurements and the whole cost: ``measures[i]`` is the noise of
+    ``parts[i]``; (``epsilon``, ``delta``) and ``rho`` are charged once for all of them."""
+
+    parts: tuple[Part, ...]
+    measures: tuple[noise.Measure, ...]
+    epsilon: float | None
+    delta: float
+    rho: float | None
+
+    def describe(self) -> list[dict[str, object]]:
+        """What each measurement costs and its noise's standard deviation."""
+        return [{"measurement": p.name, "noise": type(m.noise).__name__.lower(),
+                 "epsilon": m.epsilon, "rho": m.rho, "std": math.sqrt(m.noise.variance)}
+                for p, m in zip(self.parts, self.measures)]
+
+
+def _down(x: float) -> float:
+    return math.nextafter(x, 0.0)
+
+
+def split(func: str, noise_name: object, epsilon: object, delta: object, rho: object,
+          parts: Sequence[Part], accountant: AccountantLike | None = None,
+          reserve: float = 0.0) -> Plan:
+    """The noise of each part and the whole cost, from the release's privacy keywords.
+
+    Laplace noise splits epsilon between the parts in proportion to their weights; Gaussian
+    noise splits rho (given, or the largest rho whose tight conversion fits (epsilon, delta),
+    which is what is charged then). ``reserve`` is a share of the budget kept out of the
+    parts (for a key selection charged by the caller within the same release)."""
+    # The keywords checked once, with the noise layer's own messages.
+    whole = noise.measure(func, noise_name, epsilon, delta, rho, l1=1.0, l2=1.0,
+                          integer=True, zcdp_accountant=composes_in_zcdp(
+                              resolve_accountant(accountant, func)))
+    total = _builtin_sum(p.weight for p in parts) / (1.0 - reserve)
+    measures = []
+    if noise_name == "laplace":
+        assert whole.epsilon is not None
+        for p in parts:
+            eps = _down(whole.epsilon * p.weight / total)
+            measures.append(noise.measure(func, "laplace", eps, None, None, l1=p.l1,
+                                          l2=p.l2, integer=p.integer))
+        return Plan(tuple(parts), tuple(measures), whole.epsilon, 0.0, None)
+    if whole.epsilon is None:                    # rho alone
+        assert whole.rho is not None
+        budget_rho = whole.rho
+    else:
+        budget_rho = _down(zcdp.rho_from_epsilon_delta(whole.epsilon, whole.delta))
+    for p in parts:
+        r = _down(budget_rho * p.weight / total)
+        measures.append(noise.measure(func, "gaussian", None, None, r, l1=p.l1, l2=p.l2,
+                                      integer=p.integer))
+    return Plan(tuple(parts), tuple(measures), whole.epsilon, whole.delta, budget_rho)
+
+
+# -- bounding -------------------------------------------------------------------------------
+
+def _uniforms(key: _native.Key, threads: int, n: int) -> NDArray[np.float64]:
+    out = np.empty(n, dtype=np.float64)
+    noise.uniforms(key, threads, out)
+    return out
+
+
+def bound(keys: Keys, threads: int, person: NDArray[np.int64],
+          group: NDArray[np.int64] | None, max_groups: int,
+          max_rows: int) -> NDArray[np.uint8]:
+    """Flags of the rows kept when each person keeps at most ``max_groups`` groups and
+    ``max_rows`` rows in each, chosen uniformly at random: independent uniform priorities
+    under the release's next two keys, one per row, addressed by the row's position (so
+    the same key and data give the same rows for any thread count), the lowest kept."""
+    n = person.shape[0]
+    prio = _uniforms(keys.next(), threads, n)
+    pair_prio = _uniforms(keys.next(), threads, n)
+    grp = np.zeros(n, dtype=np.int64) if group is None else group
+    flags: NDArray[np.uint8] = _native.bound_contributions(person, grp, prio, pair_prio,
+                                                           max_groups, max_rows, threads)
+    return flags
+
+
+# -- exact sums on a grid -------------------------------------------------------------------
+
+def units(x: NDArray[np.float64], centre: float, half: float, g: float) -> NDArray[np.float64]:
+    """``x - centre`` in whole units of ``g`` (a power of two), rounded, within
+    ``+-floor(half / g)``: each value's contribution is at most ``half`` in magnitude, and
+    sums of the units are exact in float64 while they stay below 2**53."""
+    k = math.floor(half / g)
+    u = np.rint((x - centre) / g)
+    np.clip(u, -k, k, out=u)
+    return u
+
+
+def value_grid(m: noise.Measure, half: float, rows: int) -> float:
+    """The grid of a sum: the noise's grid, or a coarser power of two when ``rows`` values
+    of magnitude ``half`` could reach :data:`EXACT` units."""
+    g = m.noise.g
+    while rows * math.floor(half / g) >= EXACT:
+        g *= 2.0
+    return g
+
+
+def noisy_sum(m: noise.Measure, key: _native.Key, total_units: NDArray[np.float64],
+              g: float) -> NDArray[np.float64]:
+    """``total_units * g`` plus the measurement's noise (exact: the sums are on the grid of
+    the noise, or on a coarser power of two)."""
+    out = np.ascontiguousarray(total_units * g, dtype=np.float64)
+    m.noise.fill(key, 1, out, out)
+    return out
+
+
+def noisy_count(m: noise.Measure, key: _native.Key,
+                counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    out = np.ascontiguousarray(counts, dtype=np.int64).copy()
+    m.noise.fill(key, 1, out, out)
+    return out
+
+
+# -- the ungrouped statistics ---------------------------------------------------------------
+
+class _Column(NamedTuple):
+    x: NDArray[np.float64]
+    lo: float
+    hi: float
+    person: NDArray[np.int64] | None
+    max_rows: int
+
+
+def _column(func: str, values: object, bounds: object, privacy_unit: object,
+            max_rows: object) -> _Column:
+    x = check_values(values, func)
+    lo, hi = check_bounds(bounds, func)
+    rows = check_max(max_rows, "max_rows", func)
+    if privacy_unit is None:
+        if rows != 1:
+            raise ValueError(f"The 'max_rows' parameter of {func} bounds the rows of each "
+                             "person and needs privacy_unit=; without one each row is a "
+                             f"person. Got max_rows={max_rows!r} without a privacy_unit.")
+        return _Column(x, lo, hi, None, 1)
+    return _Column(x, lo, hi, person_ids(privacy_unit, x.size, func), rows)
+
+
+def _kept(col: _Column, keys: Keys, threads: int) -> NDArray[np.float64]:
+    """The values each person keeps (all of them without a privacy unit), clamped."""
+    x = col.x
+    if col.person is not None:
+        x = x[bound(keys, threads, col.person, None, 1, col.max_rows) != 0]
+    return np.clip(x, col.lo, col.hi)
+
+
+def _moments(func: str, values: object, bounds: object, privacy_unit: object,
+             max_rows: object, order: int, noise_name: object, epsilon: object,
+             delta: object, rho: object, accountant: AccountantLike | None, rng: RngLike,
+             threads: int | None) -> tuple[_Column, NDArray[np.float64]]:
+    """Noisy count, centred sum and (order 2) centred sum of squares of a column, each a
+    part of the budget: ``[count, sum of (x - mid)]`` or ``[..., sum of (x - mid)**2]``."""
+    col = _column(func, values, bounds, privacy_unit, max_rows)
+    half = (col.hi - col.lo) / 2.0
+    r = float(col.max_rows)
+    parts = [Part("count", r, r, True),
+             Part("centred sum", r * half, r * half, False)]
+    if order == 2:
+        parts.append(Part("centred sum of squares", r * half * half, r * half * half, False))
+    plan = split(func, noise_name, epsilon, delta, rho, parts, accountant)
+    rel = Release(func, accountant, plan.epsilon, plan.delta, rng, threads, col.x.size,
+                  rho=plan.rho)
+    keys = rel.charge_keys()
+    x = _kept(col, keys, rel.threads)
+    mid = (col.lo + col.hi) / 2.0
+    out = [float(noisy_count(plan.measures[0], keys.next(),
+                             np.array([x.size], dtype=np.int64))[0])]
+    g = value_grid(plan.measures[1], half, x.size)
+    out.append(float(noisy_sum(plan.measures[1], keys.next(),
+                               np.array([units(x, mid, half, g).sum()]), g)[0]))
+    if order == 2:
+        g2 = value_grid(plan.measures[2], half * half, x.size)
+        sq = units((x - mid) ** 2, 0.0, half * half, g2)
+        out.append(float(noisy_sum(plan.measures[2], keys.next(), np.array([sq.sum()]),
+                                   g2)[0]))
+    return col, np.array(out)
+
+
+def sum(values: object, *, bounds: object, epsilon: object = None, delta: object = None,
+        rho: object = None, noise: object = "laplace", privacy_unit: object = None,
+        max_rows: object = 1, accountant: AccountantLike | None = None,
+        rng: RngLike = None, threads: int | None = None) -> float:
+    """Differentially private sum of a column, each value clamped to ``bounds``.
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional real values (NaN or infinity refused).
+    bounds : (float, float)
+        Public clamping bounds (low < high); bounds from the data are refused.
+    epsilon, delta, rho, noise
+        Privacy keywords, as for :func:`dpfast.noisy_counts`: Laplace noise (``epsilon``)
+        or Gaussian noise (``rho``, or ``epsilon`` and ``delta``).
+    privacy_unit : array_like, optional
+        The person of each row; each keeps at most ``max_rows`` rows, chosen uniformly at
+        random. Without it, each row is a person.
+    max_rows : int
+        Rows kept per person (with ``privacy_unit``).
+    accountant, rng, threads
+        As for every release.
+
+    Returns
+    -------
+    float
+        The noisy sum. Sensitivity ``max_rows * max(|low|, |high|)`` (l1 and l2).
+    """
+    func = "sum"
+    col = _column(func, values, bounds, privacy_unit, max_rows)
+    reach = max(abs(col.lo), abs(col.hi))
+    r = float(col.max_rows)
+    plan = split(func, noise, epsilon, delta, rho, [Part("sum", r * reach, r * reach, False)],
+                 accountant)
+    rel = Release(func, accountant, plan.epsilon, plan.delta, rng, threads, col.x.size,
+                  rho=plan.rho)
+    keys = rel.charge_keys()
+    x = _kept(col, keys, rel.threads)
+    g = value_grid(plan.measures[0], reach, x.size)
+    total = units(x, 0.0, reach, g).sum()
+    return float(noisy_sum(plan.measures[0], keys.next(), np.array([total]), g)[0])
+
+
+def mean(values: object, *, bounds: object, epsilon: object = None, delta: object = None,
+         rho: object = None, noise: object = "laplace", privacy_unit: object = None,
+         max_rows: object = 1, accountant: AccountantLike | None = None,
+         rng: RngLike = None, threads: int | None = None) -> float:
+    """Differentially private mean of a column clamped to ``bounds``: a noisy count and a
+    noisy sum of the values centred on the middle of the bounds, the budget split equally
+    (the split that minimises the worst-case variance of the ratio, whose two terms have the
+    same sensitivity per unit of budget), and ``mid + sum / max(count, 1)`` clamped to the
+    bounds. Parameters as :func:`sum`."""
+    col, (n, s) = _moments("mean", values, bounds, privacy_unit, max_rows, 1, noise,
+                           epsilon, delta, rho, accountant, rng, threads)
+    mid = (col.lo + col.hi) / 2.0
+    return float(np.clip(mid + s / max(n, 1.0), col.lo, col.hi))
+
+
+def variance(values: object, *, bounds: object, epsilon: object = None,
+             delta: object = None, rho: object = None, noise: object = "laplace",
+             privacy_unit: object = None, max_rows: object = 1,
+             accountant: AccountantLike | None = None, rng: RngLike = None,
+             threads: int | None = None, ddof: int = 0) -> float:
+    """Differentially private variance of a column clamped to ``bounds``: noisy count, sum
+    and sum of squares of the centred values (the budget in three equal parts), combined as
+    ``sumsq / n - (sum / n)**2`` (``n - ddof`` in the first denominator), clamped to
+    ``[0, ((high - low) / 2)**2]``. Parameters as :func:`sum`."""
+    col, (n, s, s2) = _moments("variance", values, bounds, privacy_unit, max_rows, 2, noise,
+                               epsilon, delta, rho, accountant, rng, threads)
+    n = max(n, 1.0)
+    var = s2 / max(n - ddof, 1.0) - (s / n) ** 2
+    return float(np.clip(var, 0.0, ((col.hi - col.lo) / 2.0) ** 2))
+
+
+def std(values: object, *, bounds: object, epsilon: object = None, delta: object = None,
+        rho: object = None, noise: object = "laplace", privacy_unit: object = None,
+        max_rows: object = 1, accountant: AccountantLike | None = None,
+        rng: RngLike = None, threads: int | None = None, ddof: int = 0) -> float:
+    """The square root of :func:`variance` (same release, same parameters)."""
+    return math.sqrt(variance(values, bounds=bounds, epsilon=epsilon, delta=delta, rho=rho,
+                              noise=noise, privacy_unit=privacy_unit, max_rows=max_rows,
+                              accountant=accountant, rng=rng, threads=threads, ddof=ddof))
+
+
+# -- quantiles ------------------------------------------------------------------------------
+
+#: Integers of the quantile grid: at most 2**32 grid points over the bounds.
+GRID_POINTS = 2**32
+
+
+def quantile_grid(lo: float, hi: float) -> tuple[float, int]:
+    """(g, top): the power-of-two step and the last index of the grid ``lo + k g``,
+    ``k = 0..top``, over ``[lo, hi]`` with at most :data:`GRID_POINTS` points. Outputs are
+    grid points: their set does not depend on the data."""
+    g = 2.0 ** math.ceil(math.log2((hi - lo) / (GRID_POINTS - 1)))
+    while (hi - lo) / g > GRID_POINTS - 1:
+        g *= 2.0
+    return g, int(math.floor((hi - lo) / g))
+
+
+def check_q(q: object, func: str) -> NDArray[np.float64]:
+    """Quantile levels: a float or a 1-D sequence of floats in [0, 1]."""
+    try:
+        arr = np.asarray(q, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"The 'q' parameter of {func} must be a float or a sequence of "
+                        f"floats in [0, 1]. Got {q!r} instead.") from None
+    if arr.ndim > 1 or arr.size == 0 or not np.isfinite(arr).all() or \
+            (arr < 0).any() or (arr > 1).any():
+        raise ValueError(f"The 'q' parameter of {func} must be a float or a non-empty "
+                         f"sequence of floats in [0, 1]. Got {q!r} instead.")
+    return arr
+
+
+METHODS = ("recursive", "independent")
+
+
+def _pick(keys: Keys, threads: int, s: NDArray[np.uint32], lo: int, hi: int, q: float,
+          eps: float, max_rows: int) -> int:
+    """One exponential-mechanism draw of the q-quantile of the sorted keys ``s`` (all in
+    [lo, hi]) among the integers lo..hi: utility ``-|rank - q len(s)|``, whose change when a
+    person's ``max_rows`` rows come or go is at most ``max_rows max(q, 1 - q)``."""
+    sens = max_rows * max(q, 1.0 - q)
+    w = _native.quantile_weights(s, lo, hi, q * s.size, eps / (2.0 * sens))
+    j = int(noise.exponential_mechanism(keys.next(), threads, w, float(w.max()), 1.0))
+    start = lo if j == 0 else int(s[j - 1]) + 1
+    stop = hi if j == s.size else int(s[j])
+    # Uniform among the integers of the chosen gap: exact (numpy's bounded integers).
+    return start + int(np.random.Generator(keys.coins()).integers(0, stop - start + 1))
+
+
+def _recursive(keys: Keys, threads: int, s: NDArray[np.uint32], top: int,
+               qs: NDArray[np.float64], eps: float, max_rows: int) -> NDArray[np.int64]:
+    """Kaplan, Schnapp and Stemmer's recursion: the middle quantile of each sub-problem,
+    then its two sides (the data below the released point, and the rest) for the quantiles
+    on each side, relative to the side. A level's sub-problems hold disjoint rows, so a
+    level costs ``eps`` once; there are ``ceil(log2(m + 1))`` levels."""
+    out = np.empty(qs.size, dtype=np.int64)
+    # (first, last) quantile indices, slice [a, b) of s, grid range [lo, hi], and the
+    # quantile levels qlo < (those of the problem) < qhi the slice stands for.
+    level = [(0, qs.size, 0, s.size, 0, top, 0.0, 1.0)]
+    while level:
+        nxt = []
+        for i0, i1, a, b, lo, hi, qlo, qhi in level:
+            mid = (i0 + i1) // 2
+            rel_q = min(max((qs[mid] - qlo) / (qhi - qlo), 0.0), 1.0) if qhi > qlo else 0.5
+            y = _pick(keys, threads, s[a:b], lo, hi, rel_q, eps, max_rows)
+            out[mid] = y
+            cut = a + int(np.searchsorted(s[a:b], y, side="left"))
+            if mid > i0:
+                nxt.append((i0, mid, a, cut, lo, y, qlo, qs[mid]))
+            if i1 > mid + 1:
+                nxt.append((mid + 1, i1, cut, b, y, hi, qs[mid], qhi))
+        level = nxt
+    return out
+
+
+def levels(m: int) -> int:
+    """Levels of the recursion for m quantiles."""
+    return max(1, math.ceil(math.log2(m + 1)))
+
+
+def quantiles(values: object, q: object, *, bounds: object, epsilon: object,
+              privacy_unit: object = None, max_rows: object = 1,
+              method: str = "recursive", accountant: AccountantLike | None = None,
+              rng: RngLike = None, threads: int | None = None) -> NDArray[np.float64]:
+    """Differentially private quantiles of a column clamped to ``bounds``, no candidate list.
+
+    The values are placed on a grid of at most 2**32 points over the bounds (a power-of-two
+    step), sorted (a radix sort), and each quantile drawn by the exponential mechanism over
+    the grid points, weighted by the gaps of the sorted data: a point with ``j`` values
+    below it has utility ``-|j - q n|``.
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional real values (NaN or infinity refused).
+    q : float or sequence of float
+        Quantile levels in [0, 1].
+    bounds : (float, float)
+        Public clamping bounds.
+    epsilon : float
+        The whole budget (pure DP; the exponential mechanism's zCDP cost, ``epsilon**2 / 8``
+        per draw, is stated to the accountant).
+    privacy_unit, max_rows
+        As for :func:`sum`.
+    method : {"recursive", "independent"}
+        ``"recursive"`` (default): Kaplan et al.'s recursion, ``epsilon / levels`` per draw,
+        ``levels = ceil(log2(len(q) + 1))``. ``"independent"``: each quantile on all the
+        data with ``epsilon / len(q)``.
+    accountant, rng, threads
+        As for every release.
+
+    Returns
+    -------
+    ndarray of float64
+        The quantiles in the order of ``q`` (a 0-d array for a scalar ``q``), grid points
+        ``low + k g``.
+    """
+    func = "quantiles"
+    qs = check_q(q, func)
+    col = _column(func, values, bounds, privacy_unit, max_rows)
+    eps = _v.check_epsilon(epsilon, func)
+    if method not in METHODS:
+        raise ValueError(f"The 'method' parameter of {func} must be one of {METHODS}. Got "
+                         f"{method!r} instead.")
+    flat = np.atleast_1d(qs)
+    order = np.argsort(flat, kind="stable")
+    draws = levels(flat.size) if method == "recursive" else flat.size
+    per_draw = _down(eps / draws)
+    rel = Release(func, accountant, eps, 0.0, rng, threads, col.x.size,
+                  rho=draws * per_draw * per_draw / 8.0)
+    keys = rel.charge_keys()
+    x = _kept(col, keys, rel.threads)
+    g, top = quantile_grid(col.lo, col.hi)
+    s = np.floor((x - col.lo) / g)
+    np.clip(s, 0, top, out=s)
+    s32 = _native.sort_u32(s.astype(np.uint32))
+    if method == "recursive":
+        picked = _recursive(keys, rel.threads, s32, top, flat[order], per_draw,
+                            col.max_rows)
+        ks = np.empty_like(picked)
+        ks[order] = picked
+    else:
+        ks = np.array([_pick(keys, rel.threads, s32, 0, top, float(v), per_draw,
+                             col.max_rows) for v in flat], dtype=np.int64)
+    out = np.minimum(col.lo + ks * g, col.hi)
+    return out.reshape(qs.shape)
+
+
+def median(values: object, *, bounds: object, epsilon: object, privacy_unit: object = None,
+           max_rows: object = 1, accountant: AccountantLike | None = None,
+           rng: RngLike = None, threads: int | None = None) -> float:
+    """The differentially private median: :func:`quantiles` at 0.5 (one draw, sensitivity
+    ``max_rows / 2`` of the rank utility)."""
+    return float(quantiles(values, 0.5, bounds=bounds, epsilon=epsilon,
+                           privacy_unit=privacy_unit, max_rows=max_rows,
+                           accountant=accountant, rng=rng, threads=threads))
+
