@@ -47,6 +47,7 @@ from .mechanisms import (
     top_k,
 )
 from .releases import count_categories, histogram, histogramdd, noisy_counts, postprocess
+from .groupby import GroupBy, group_by
 from .records import mean, median, quantiles, std, sum, variance
 from .rng import default_rng
 from .samplers import (
@@ -62,6 +63,8 @@ from .samplers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "GroupBy",
+    "group_by",
     "sum",
     "mean",
     "variance",

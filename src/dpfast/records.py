@@ -261,7 +261,9 @@ def units(x: NDArray[np.float64], centre: float, half: float, g: float) -> NDArr
 
 def value_grid(m: noise.Measure, half: float, rows: int) -> float:
     """The grid of a sum: the noise's grid, or a coarser power of two when ``rows`` values
-    of magnitude ``half`` could reach :data:`EXACT` units."""
+    of magnitude ``half`` could reach :data:`EXACT` units. ``rows`` is the table's length
+    (not the rows kept): the length is treated as public here, and moves the grid only past
+    ``2**52`` grid units of values (billions of rows at epsilon 1)."""
     g = m.noise.g
     while rows * math.floor(half / g) >= EXACT:
         g *= 2.0
@@ -337,11 +339,11 @@ def _moments(func: str, values: object, bounds: object, privacy_unit: object,
     mid = (col.lo + col.hi) / 2.0
     out = [float(noisy_count(plan.measures[0], keys.next(),
                              np.array([x.size], dtype=np.int64))[0])]
-    g = value_grid(plan.measures[1], half, x.size)
+    g = value_grid(plan.measures[1], half, col.x.size)
     out.append(float(noisy_sum(plan.measures[1], keys.next(),
                                np.array([units(x, mid, half, g).sum()]), g)[0]))
     if order == 2:
-        g2 = value_grid(plan.measures[2], half * half, x.size)
+        g2 = value_grid(plan.measures[2], half * half, col.x.size)
         sq = units((x - mid) ** 2, 0.0, half * half, g2)
         out.append(float(noisy_sum(plan.measures[2], keys.next(), np.array([sq.sum()]),
                                    g2)[0]))
@@ -386,7 +388,7 @@ def sum(values: object, *, bounds: object, epsilon: object = None, delta: object
                   rho=plan.rho)
     keys = rel.charge_keys()
     x = _kept(col, keys, rel.threads)
-    g = value_grid(plan.measures[0], reach, x.size)
+    g = value_grid(plan.measures[0], reach, col.x.size)
     total = units(x, 0.0, reach, g).sum()
     return float(noisy_sum(plan.measures[0], keys.next(), np.array([total]), g)[0])
 

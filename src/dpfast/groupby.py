@@ -1,0 +1,490 @@
+"""Grouped statistics of records: per-group counts, sums, means, variances and standard
+deviations, each person's contribution bounded, keys public or selected privately.
+
+>>> import dpfast as dp
+>>> out = dp.group_by(frame, "dept", privacy_unit="user_id", max_groups=1, max_rows=5).agg(
+...     n="count", total=("salary", "sum"), avg=("salary", "mean"),
+...     bounds={"salary": (0, 300_000)}, epsilon=1.0, delta=1e-6)   # doctest: +SKIP
+
+How a release is made (one charge for everything it publishes):
+
+1. check -- the columns (a pandas or polars DataFrame, a pyarrow Table, or a dict of
+   columns), the keys, bounds, contribution bounds and privacy keywords; the plan
+   (:meth:`GroupBy.plan`: what each measurement costs and its noise) is made here.
+2. charge -- the whole (epsilon, delta) or rho, once; its key stream then decides which rows
+   each person keeps (:func:`dpfast.records.bound`: at most ``max_groups`` groups and
+   ``max_rows`` rows in each, uniformly at random, in compiled code), selects the keys
+   (private keys) and draws the noise.
+3. draw -- per group, a noisy count of rows and noisy sums of the values centred on the
+   middle of their bounds (and of their squares, for a variance), exact on the noise's grid
+   (:func:`dpfast.records.units`); sums, means, variances and standard deviations are
+   post-processing of these. Noise of group ``k`` is addressed by ``k``'s place among the
+   keys in sorted order, so a release is the same for any thread count.
+
+Private keys (``keys=None``): a key is released only if a random draw passes the optimal
+partition-selection rule of Desfontaines, Voss, Gipson and Mandayam (2022) on the number of
+people who kept rows in it -- the largest release probability ``pi(n)`` that is
+(epsilon, delta)-DP for each key a person touches, a person touching at most ``max_groups``
+keys (each key gets epsilon / max_groups and delta / max_groups). A key no record has is never
+released. Public keys (``keys=[...]``): every key appears, zeros included; rows of other
+keys are dropped before bounding.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from . import noise, records
+from . import validation as _v
+from ._release import Keys, Release
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from .accounting import AccountantLike
+    from .rng import RngLike
+
+__all__ = ["group_by", "GroupBy", "selection_probabilities", "STATISTICS"]
+
+#: The statistics of a value column, and what each needs measured.
+STATISTICS = {"sum": 1, "mean": 1, "variance": 2, "var": 2, "std": 2}
+
+
+# -- partition selection --------------------------------------------------------------------
+
+def selection_probabilities(epsilon: float, delta: float) -> NDArray[np.float64]:
+    """``pi[n]``: the probability of releasing a key that ``n`` people kept rows in, under
+    the optimal (epsilon, delta) rule (Desfontaines et al. 2022, Theorem 1): ``pi[0] = 0``,
+    ``pi[n] = min(exp(eps) pi[n-1] + delta, 1 - exp(-eps) (1 - pi[n-1] - delta), 1)``, each
+    step rounded down, up to the first ``n`` where it reaches 1 (``pi[n] = 1`` beyond the
+    array). Neighbouring counts ``n - 1``, ``n`` satisfy both DP inequalities exactly."""
+    e_up, e_down = math.exp(epsilon), math.exp(-epsilon)
+    pi = [0.0]
+    while pi[-1] < 1.0 and len(pi) < 10**7:
+        p = pi[-1]
+        nxt = min(e_up * p + delta, 1.0 - e_down * (1.0 - p - delta), 1.0)
+        pi.append(nxt if nxt >= 1.0 else math.nextafter(nxt, 0.0))
+    return np.array(pi)
+
+
+def selection_threshold(epsilon: float, delta: float, probability: float = 0.5) -> int:
+    """The least number of people at which a key is released with at least ``probability``."""
+    pi = selection_probabilities(epsilon, delta)
+    return int(np.searchsorted(pi, probability, side="left"))
+
+
+# -- columns --------------------------------------------------------------------------------
+
+def _column(data: object, name: object, param: str, func: str) -> Any:
+    """Column ``name`` of a pandas or polars DataFrame, a pyarrow Table or a mapping of
+    columns, as numpy (no pandas copy of an Arrow table or a polars frame)."""
+    if not isinstance(name, str):
+        raise TypeError(f"The {param!r} parameter of {func} must be a column name (a str). "
+                        f"Got {_v.describe(name)} instead.")
+    module = type(data).__module__.split(".")[0]
+    try:
+        if isinstance(data, Mapping):
+            col = data[name]
+        elif module == "pandas":
+            col = data[name].to_numpy()          # type: ignore[index]
+        elif module == "pyarrow":
+            col = data.column(name)              # type: ignore[attr-defined]
+        elif module == "polars":
+            col = data.get_column(name).to_numpy()   # type: ignore[attr-defined]
+        else:
+            raise TypeError(f"The 'data' parameter of {func} must be a pandas or polars "
+                            "DataFrame, a pyarrow Table or a dict of columns. Got "
+                            f"{_v.describe(data)} instead.")
+    except (KeyError, LookupError) as exc:
+        raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
+                         "that the data does not have.") from exc
+    except Exception as exc:   # pyarrow's and polars' own errors for a missing column
+        if "not" in str(exc).lower() or "column" in str(exc).lower():
+            raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
+                             "that the data does not have.") from None
+        raise
+    if module == "pyarrow" and not isinstance(data, Mapping):
+        if col.null_count:
+            raise ValueError(f"The column {name!r} ({param}) of {func} has nulls: refused "
+                             "(drop or fill them; a null is not a group of its own).")
+        col = col.to_numpy()
+    return col
+
+
+def _length(data: object, func: str) -> int:
+    module = type(data).__module__.split(".")[0]
+    if isinstance(data, Mapping):
+        lengths = {len(np.asarray(v)) if not hasattr(v, "__len__") else len(v)
+                   for v in data.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"The 'data' parameter of {func} must have columns of one "
+                             "length. Got columns of different lengths.")
+        return lengths.pop() if lengths else 0
+    if module in ("pandas", "polars"):
+        return len(data)                          # type: ignore[arg-type]
+    if module == "pyarrow":
+        return int(data.num_rows)                 # type: ignore[attr-defined]
+    raise TypeError(f"The 'data' parameter of {func} must be a pandas or polars DataFrame, a "
+                    f"pyarrow Table or a dict of columns. Got {_v.describe(data)} instead.")
+
+
+class _Keys(NamedTuple):
+    """Each row's group (its key's place among ``values``, sorted; -1: not a public key)."""
+
+    code: NDArray[np.int64]
+    values: NDArray[Any]
+    public: bool
+
+
+def _group_codes(col: Any, keys: object, func: str) -> _Keys:
+    arr = _v.as_array(col, "by", func, categories=True)
+    if arr.ndim != 1:
+        raise ValueError(f"The 'by' column of {func} must be one-dimensional.")
+    records.check_keys_column(arr, "by", func)
+    import pandas as pd
+    if keys is not None:
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, (Sequence, np.ndarray)):
+            raise TypeError(f"The 'keys' parameter of {func} must be a sequence of public "
+                            f"keys. Got {_v.describe(keys)} instead.")
+        values = np.asarray(list(keys) if not isinstance(keys, np.ndarray) else keys)
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"The 'keys' parameter of {func} must be a non-empty sequence "
+                             "of public keys.")
+        records.check_keys_column(values, "keys", func)
+        index = pd.Index(values)
+        if not index.is_unique:
+            raise ValueError(f"The 'keys' parameter of {func} must not repeat a key.")
+        try:
+            order = np.argsort(values, kind="stable")
+        except TypeError:
+            raise TypeError(f"The 'keys' parameter of {func} must hold keys of one type.") \
+                from None
+        values = values[order]
+        code = pd.Index(values).get_indexer(arr)
+        return _Keys(np.ascontiguousarray(code, dtype=np.int64), values, True)
+    codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+    uniques = np.asarray(uniques)
+    try:
+        order = np.argsort(uniques, kind="stable")
+    except TypeError:
+        raise TypeError(f"The 'by' column of {func} must hold keys of one type.") from None
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return _Keys(rank[codes], uniques[order], False)
+
+
+# -- the release ----------------------------------------------------------------------------
+
+class _Spec(NamedTuple):
+    name: str
+    column: str | None          # None: the count
+    stat: str                   # "count", "sum", "mean", "variance", "std"
+
+
+def _specs(aggregations: Mapping[str, object], func: str) -> list[_Spec]:
+    if not aggregations:
+        raise ValueError(f"{func}: name at least one statistic, e.g. n='count' or "
+                         "avg=('salary', 'mean').")
+    out = []
+    for name, spec in aggregations.items():
+        if spec == "count" or spec == ("count",):
+            out.append(_Spec(name, None, "count"))
+            continue
+        if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str)
+                and spec[1] in STATISTICS):
+            raise ValueError(f"The {name!r} statistic of {func} must be 'count' or "
+                             "(column, statistic) with statistic one of "
+                             f"{sorted(STATISTICS)}. Got {spec!r} instead.")
+        stat = "variance" if spec[1] == "var" else str(spec[1])
+        out.append(_Spec(name, spec[0], stat))
+    return out
+
+
+class GroupBy:
+    """A grouping of records, ready for :meth:`agg` (see :func:`group_by`)."""
+
+    __slots__ = ("data", "by", "privacy_unit", "max_groups", "max_rows", "keys", "rows")
+
+    def __init__(self, data: object, by: str, *, privacy_unit: str | None = None,
+                 max_groups: int = 1, max_rows: int = 1, keys: object = None) -> None:
+        func = "group_by"
+        self.rows = _length(data, func)
+        self.data = data
+        _column(data, by, "by", func)
+        self.by = by
+        if privacy_unit is not None:
+            _column(data, privacy_unit, "privacy_unit", func)
+        elif max_groups != 1 or max_rows != 1:
+            raise ValueError(f"The 'max_groups' and 'max_rows' parameters of {func} bound "
+                             "each person's rows and need privacy_unit=; without one each "
+                             "row is a person (max_groups=1, max_rows=1).")
+        self.privacy_unit = privacy_unit
+        self.max_groups = records.check_max(max_groups, "max_groups", func)
+        self.max_rows = records.check_max(max_rows, "max_rows", func)
+        self.keys = keys
+
+    def __repr__(self) -> str:
+        unit = self.privacy_unit or "each row"
+        return (f"GroupBy(by={self.by!r}, privacy_unit={unit!r}, max_groups="
+                f"{self.max_groups}, max_rows={self.max_rows}, keys="
+                f"{'public' if self.keys is not None else 'private'})")
+
+    # The budget ------------------------------------------------------------------------
+
+    def _plan(self, func: str, specs: list[_Spec], bounds: object, noise_name: object,
+              epsilon: object, delta: object, rho: object, selection: object,
+              accountant: AccountantLike | None) -> _GroupPlan:
+        columns = sorted({s.column for s in specs if s.column is not None})
+        if columns and not isinstance(bounds, Mapping):
+            raise TypeError(f"The 'bounds' parameter of {func} must be a dict of public "
+                            "clamping bounds, column -> (low, high), for "
+                            f"{', '.join(map(repr, columns))}. Got {_v.describe(bounds)} "
+                            "instead.")
+        col_bounds = {c: records.check_bounds(bounds.get(c) if isinstance(bounds, Mapping)
+                                              else None, func, f"bounds[{c!r}]")
+                      for c in columns}
+        l0, linf = float(self.max_groups), float(self.max_rows)
+        l2f = math.sqrt(l0) * linf
+        parts = [records.Part("count", l0 * linf, l2f, True)]
+        for c in columns:
+            lo, hi = col_bounds[c]
+            half = (hi - lo) / 2.0
+            parts.append(records.Part(f"centred sum of {c}", l0 * linf * half, l2f * half,
+                                      False))
+            if any(s.column == c and STATISTICS[s.stat] == 2 for s in specs):
+                parts.append(records.Part(f"centred sum of squares of {c}",
+                                          l0 * linf * half * half, l2f * half * half, False))
+        private = self.keys is None
+        share = 0.0
+        if private:
+            share = _v.check_real(1.0 / (len(parts) + 1) if selection is None else selection,
+                                  "selection", func, high=1.0)
+            eps = epsilon
+            if noise_name == "laplace" or epsilon is not None:
+                if epsilon is None or delta is None:
+                    raise ValueError(f"{func}: keys selected privately (keys=None) need "
+                                     "epsilon= and delta= > 0 (the selection costs delta); "
+                                     "or pass the public keys as keys=[...].")
+            else:
+                raise ValueError(f"{func}: keys selected privately (keys=None) need epsilon= "
+                                 "and delta= > 0; rho alone cannot pay for the selection.")
+            e = _v.check_epsilon(eps, func)
+            d = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
+            sel_eps, sel_delta = e * share, d if noise_name == "laplace" else d / 2.0
+            rest_eps = math.nextafter(e - sel_eps, 0.0)
+            rest_delta = None if noise_name == "laplace" else d - sel_delta
+            plan = records.split(func, noise_name, rest_eps, rest_delta, None, parts,
+                                 accountant)
+            return _GroupPlan(plan, col_bounds, sel_eps, sel_delta, e, d)
+        plan = records.split(func, noise_name, epsilon, delta, rho, parts, accountant)
+        return _GroupPlan(plan, col_bounds, 0.0, 0.0, plan.epsilon, plan.delta)
+
+    def plan(self, *, epsilon: object = None, delta: object = None, rho: object = None,
+             noise: object = "laplace", bounds: object = None, selection: object = None,
+             accountant: AccountantLike | None = None, **aggregations: object) -> Any:
+        """What :meth:`agg` with these arguments would measure, what each measurement costs
+        and the standard deviation of its noise, and (private keys) the number of people at
+        which a key is released with probability 1/2 and 0.99 -- nothing charged or drawn.
+        Returns a pandas DataFrame (a list of dicts without pandas)."""
+        func = "GroupBy.plan"
+        gp = self._plan(func, _specs(aggregations, func), bounds, noise, epsilon, delta, rho,
+                        selection, accountant)
+        rows = gp.plan.describe()
+        if self.keys is None:
+            per_eps = gp.selection_epsilon / self.max_groups
+            per_delta = gp.selection_delta / self.max_groups
+            rows.insert(0, {"measurement": "key selection", "noise": "threshold",
+                            "epsilon": gp.selection_epsilon, "delta": gp.selection_delta,
+                            "people for p=0.5": selection_threshold(per_eps, per_delta, 0.5),
+                            "people for p=0.99": selection_threshold(per_eps, per_delta,
+                                                                     0.99)})
+        try:
+            import pandas as pd
+        except ImportError:                                     # pragma: no cover
+            return rows
+        return pd.DataFrame(rows)
+
+    def agg(self, *, epsilon: object = None, delta: object = None, rho: object = None,
+            noise: object = "laplace", bounds: object = None, selection: object = None,
+            accountant: AccountantLike | None = None, rng: RngLike = None,
+            threads: int | None = None, **aggregations: object) -> Any:
+        """Release the named statistics per group under one budget.
+
+        Parameters
+        ----------
+        epsilon, delta, rho, noise
+            The whole budget of the release (see :func:`dpfast.noisy_counts`). Private keys
+            need ``epsilon`` and ``delta`` > 0: the key selection takes ``selection`` of
+            epsilon and (Laplace noise) all of delta, (Gaussian) half of it.
+        bounds : dict
+            Public clamping bounds per value column, ``{"salary": (0, 300000)}``.
+        selection : float, optional
+            The key selection's share of epsilon (default: an equal share with each
+            measurement).
+        accountant, rng, threads
+            As for every release.
+        **aggregations
+            ``name="count"`` or ``name=(column, statistic)`` with statistic one of
+            ``"sum"``, ``"mean"``, ``"variance"`` (``"var"``), ``"std"``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by key (sorted; private keys: those selected), one column per statistic,
+            in the order given. ``.attrs["privacy_unit"]`` says what a person is and
+            ``.attrs["plan"]`` what was measured. (A dict of numpy arrays, ``"key"`` first,
+            without pandas.)
+        """
+        func = "GroupBy.agg"
+        specs = _specs(aggregations, func)
+        gp = self._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
+                        accountant)
+        keys = _group_codes(_column(self.data, self.by, "by", func), self.keys, func)
+        values = {c: records.check_values(_column(self.data, c, f"aggregations[{c!r}]", func),
+                                          func, c)
+                  for c in gp.bounds}
+        person = None
+        if self.privacy_unit is not None:
+            person = records.person_ids(_column(self.data, self.privacy_unit, "privacy_unit",
+                                                func), self.rows, func)
+        rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads, self.rows,
+                      rho=gp.plan.rho if self.keys is not None else None)
+        stream = rel.charge_keys()
+        return self._release(stream, rel.threads, gp, specs, keys, values, person)
+
+    # The draw --------------------------------------------------------------------------
+
+    def _release(self, stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec],
+                 keys: _Keys, values: dict[str, NDArray[np.float64]],
+                 person: NDArray[np.int64] | None) -> Any:
+        code = keys.code
+        ngroups = keys.values.size
+        if keys.public:
+            inside = code >= 0
+            if not inside.all():
+                code = code[inside]
+                values = {c: v[inside] for c, v in values.items()}
+                person = None if person is None else person[inside]
+        if person is None:                       # each row a person: all rows kept
+            flags = np.full(code.size, 3, dtype=np.uint8)
+        else:
+            flags = records.bound(stream, threads, person, code, self.max_groups,
+                                  self.max_rows)
+        kept = flags != 0
+        kcode = code[kept]
+        counts = np.bincount(kcode, minlength=ngroups).astype(np.int64)
+        if keys.public:
+            released = np.arange(ngroups)
+        else:
+            people = np.bincount(code[flags == 3], minlength=ngroups)
+            released = self._select(stream, threads, people, gp)
+        measures = iter(gp.plan.measures)
+        noisy_n = records.noisy_count(next(measures), stream.next(), counts[released])
+        n = np.maximum(noisy_n, 0)
+        out: dict[str, Any] = {}
+        sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
+        for c, (lo, hi) in gp.bounds.items():
+            x = np.clip(values[c][kept], lo, hi)
+            mid, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+            m1 = next(measures)
+            g = records.value_grid(m1, half, self.rows)
+            s1 = np.bincount(kcode, weights=records.units(x, mid, half, g),
+                             minlength=ngroups)[released]
+            noisy_s1 = records.noisy_sum(m1, stream.next(), s1, g)
+            noisy_s2 = None
+            if any(s.column == c and STATISTICS[s.stat] == 2 for s in specs):
+                m2 = next(measures)
+                g2 = records.value_grid(m2, half * half, self.rows)
+                sq = records.units((x - mid) ** 2, 0.0, half * half, g2)
+                s2 = np.bincount(kcode, weights=sq, minlength=ngroups)[released]
+                noisy_s2 = records.noisy_sum(m2, stream.next(), s2, g2)
+            sums[c] = (noisy_s1, noisy_s2)
+        for s in specs:
+            out[s.name] = _statistic(s, n, sums, gp.bounds)
+        return _frame(self.by, keys.values[released], out, self.privacy_unit, gp)
+
+    def _select(self, stream: Keys, threads: int, people: NDArray[np.int64],
+                gp: _GroupPlan) -> NDArray[np.int64]:
+        """The keys released: each key with ``n > 0`` people, with probability ``pi[n]``
+        (one full-precision uniform per key, addressed by its place among the keys)."""
+        pi = selection_probabilities(gp.selection_epsilon / self.max_groups,
+                                     gp.selection_delta / self.max_groups)
+        p = np.where(people < pi.size, pi[np.minimum(people, pi.size - 1)], 1.0)
+        p[people == 0] = 0.0
+        u = np.empty(people.size, dtype=np.float64)
+        noise.uniforms(stream.next(), threads, u)
+        return np.flatnonzero(u < p)
+
+
+class _GroupPlan(NamedTuple):
+    plan: records.Plan
+    bounds: dict[str, tuple[float, float]]
+    selection_epsilon: float
+    selection_delta: float
+    epsilon: float | None
+    delta: float
+
+
+def _statistic(s: _Spec, n: NDArray[np.int64],
+               sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]],
+               bounds: dict[str, tuple[float, float]]) -> NDArray[Any]:
+    """One output column, post-processing of the noisy count and sums."""
+    if s.column is None:
+        return n
+    lo, hi = bounds[s.column]
+    mid, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+    s1, s2 = sums[s.column]
+    denom = np.maximum(n, 1).astype(np.float64)
+    if s.stat == "sum":
+        return s1 + mid * n
+    centred_mean = np.clip(s1 / denom, -half, half)
+    if s.stat == "mean":
+        return mid + centred_mean
+    assert s2 is not None
+    var = np.clip(s2 / denom - centred_mean ** 2, 0.0, half * half)
+    return var if s.stat == "variance" else np.sqrt(var)
+
+
+def _frame(by: str, keys: NDArray[Any], out: dict[str, Any], unit: str | None,
+           gp: _GroupPlan) -> Any:
+    person = unit if unit is not None else "each row (no privacy_unit: a row is a person)"
+    try:
+        import pandas as pd
+    except ImportError:                                         # pragma: no cover
+        return {"key": keys, **out}
+    frame = pd.DataFrame(out, index=pd.Index(keys, name=by))
+    frame.attrs["privacy_unit"] = person
+    frame.attrs["plan"] = gp.plan.describe()
+    return frame
+
+
+def group_by(data: object, by: str, *, privacy_unit: str | None = None, max_groups: int = 1,
+             max_rows: int = 1, keys: object = None) -> GroupBy:
+    """Group records for differentially private per-group statistics (:meth:`GroupBy.agg`).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table or dict of columns
+        The records, one row each.
+    by : str
+        The column of keys (nulls refused; keys of one type).
+    privacy_unit : str, optional
+        The column naming each row's person. Each person keeps at most ``max_groups`` keys
+        and ``max_rows`` rows per key, chosen uniformly at random under the release's key;
+        without it each row is a person.
+    max_groups, max_rows : int
+        The contribution bounds L0 and L-infinity (>= 1).
+    keys : sequence, optional
+        Public keys: every one appears in the output, zeros included (rows of other keys are
+        dropped first). None: keys found in the data are selected privately (cost: part of
+        epsilon, and delta).
+
+    Returns
+    -------
+    GroupBy
+    """
+    return GroupBy(data, by, privacy_unit=privacy_unit, max_groups=max_groups,
+                   max_rows=max_rows, keys=keys)
