@@ -361,7 +361,6 @@ class GroupBy:
                  keys: _Keys, values: dict[str, NDArray[np.float64]],
                  person: NDArray[np.int64] | None) -> Any:
         code = keys.code
-        ngroups = keys.values.size
         if keys.public:
             inside = code >= 0
             if not inside.all():
@@ -369,54 +368,112 @@ class GroupBy:
                 values = {c: v[inside] for c, v in values.items()}
                 person = None if person is None else person[inside]
         if person is None:                       # each row a person: all rows kept
-            flags = np.full(code.size, 3, dtype=np.uint8)
+            flags = np.full(code.size, KEPT_PAIR, dtype=np.uint8)
         else:
             flags = records.bound(stream, threads, person, code, self.max_groups,
                                   self.max_rows)
-        kept = flags != 0
-        kcode = code[kept]
-        counts = np.bincount(kcode, minlength=ngroups).astype(np.int64)
-        if keys.public:
-            released = np.arange(ngroups)
-        else:
-            people = np.bincount(code[flags == 3], minlength=ngroups)
-            released = self._select(stream, threads, people, gp)
-        measures = iter(gp.plan.measures)
-        noisy_n = records.noisy_count(next(measures), stream.next(), counts[released])
-        n = np.maximum(noisy_n, 0)
-        out: dict[str, Any] = {}
-        sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
-        for c, (lo, hi) in gp.bounds.items():
-            x = np.clip(values[c][kept], lo, hi)
-            mid, half = (lo + hi) / 2.0, (hi - lo) / 2.0
-            m1 = next(measures)
-            g = records.value_grid(m1, half, self.rows)
-            s1 = np.bincount(kcode, weights=records.units(x, mid, half, g),
-                             minlength=ngroups)[released]
-            noisy_s1 = records.noisy_sum(m1, stream.next(), s1, g)
-            noisy_s2 = None
-            if any(s.column == c and STATISTICS[s.stat] == 2 for s in specs):
-                m2 = next(measures)
-                g2 = records.value_grid(m2, half * half, self.rows)
-                sq = records.units((x - mid) ** 2, 0.0, half * half, g2)
-                s2 = np.bincount(kcode, weights=sq, minlength=ngroups)[released]
-                noisy_s2 = records.noisy_sum(m2, stream.next(), s2, g2)
-            sums[c] = (noisy_s1, noisy_s2)
-        for s in specs:
-            out[s.name] = _statistic(s, n, sums, gp.bounds)
-        return _frame(self.by, keys.values[released], out, self.privacy_unit, gp)
+        stats = key_statistics(code, flags, values, keys.values.size,
+                               grids(gp, specs, self.rows))
+        return finish(stream, threads, gp, specs, self, keys.values, keys.public, stats)
 
-    def _select(self, stream: Keys, threads: int, people: NDArray[np.int64],
-                gp: _GroupPlan) -> NDArray[np.int64]:
-        """The keys released: each key with ``n > 0`` people, with probability ``pi[n]``
-        (one full-precision uniform per key, addressed by its place among the keys)."""
-        pi = selection_probabilities(gp.selection_epsilon / self.max_groups,
-                                     gp.selection_delta / self.max_groups)
-        p = np.where(people < pi.size, pi[np.minimum(people, pi.size - 1)], 1.0)
-        p[people == 0] = 0.0
-        u = np.empty(people.size, dtype=np.float64)
-        noise.uniforms(stream.next(), threads, u)
-        return np.flatnonzero(u < p)
+
+#: The flags of a row kept and marking its (person, key) pair (:func:`dpfast.records.bound`).
+KEPT_PAIR = 3
+
+
+class Grid(NamedTuple):
+    """The grids (powers of two) a value column's sums are exact on: its centred sum's and,
+    for a variance, its centred sum of squares' (None otherwise)."""
+
+    lo: float
+    hi: float
+    g1: float
+    g2: float | None
+
+
+def grids(gp: _GroupPlan, specs: list[_Spec], rows: int) -> dict[str, Grid]:
+    """Each value column's grids, from the plan's noise and the table's length."""
+    out = {}
+    measures = iter(gp.plan.measures[1:])
+    for c, (lo, hi) in gp.bounds.items():
+        half = (hi - lo) / 2.0
+        g1 = records.value_grid(next(measures), half, rows)
+        g2 = None
+        if any(s.column == c and STATISTICS[s.stat] == 2 for s in specs):
+            g2 = records.value_grid(next(measures), half * half, rows)
+        out[c] = Grid(lo, hi, g1, g2)
+    return out
+
+
+class KeyStatistics(NamedTuple):
+    """What a release needs of the rows kept, per key (all exact, so partial statistics of
+    disjoint pieces of the data add up to the whole's): rows, people (pairs marked), and per
+    value column the sums of its centred values (and squares) in grid units."""
+
+    rows: NDArray[np.int64]
+    people: NDArray[np.int64]
+    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]]
+
+
+def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
+                   values: dict[str, NDArray[np.float64]], nkeys: int,
+                   col_grids: dict[str, Grid]) -> KeyStatistics:
+    """:class:`KeyStatistics` of rows with key codes ``code`` (in [0, nkeys)) and bounding
+    flags ``flags``."""
+    kept = flags != 0
+    kcode = code[kept]
+    rows = np.bincount(kcode, minlength=nkeys).astype(np.int64)
+    people = np.bincount(code[flags == KEPT_PAIR], minlength=nkeys).astype(np.int64)
+    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
+    for c, grid in col_grids.items():
+        x = np.clip(values[c][kept], grid.lo, grid.hi)
+        mid, half = (grid.lo + grid.hi) / 2.0, (grid.hi - grid.lo) / 2.0
+        s1 = np.bincount(kcode, weights=records.units(x, mid, half, grid.g1),
+                         minlength=nkeys).astype(np.float64)
+        s2 = None
+        if grid.g2 is not None:
+            sq = records.units((x - mid) ** 2, 0.0, half * half, grid.g2)
+            s2 = np.bincount(kcode, weights=sq, minlength=nkeys).astype(np.float64)
+        sums[c] = (s1, s2)
+    return KeyStatistics(rows, people, sums)
+
+
+def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group: GroupBy,
+           key_values: NDArray[Any], public: bool, stats: KeyStatistics) -> Any:
+    """The draw of a grouped release from its exact statistics per key (keys sorted): the
+    key selection (private keys), then one noisy count and the noisy sums of the released
+    keys, each under the stream's next key, addressed by the key's place among the keys
+    released; the statistics are post-processing of these."""
+    released = np.arange(key_values.size) if public else \
+        _select(stream, threads, stats.people, gp, group.max_groups)
+    measures = iter(gp.plan.measures)
+    n = np.maximum(records.noisy_count(next(measures), stream.next(),
+                                       stats.rows[released]), 0)
+    col_grids = grids(gp, specs, group.rows)
+    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
+    for c, (s1, s2) in stats.sums.items():
+        noisy_s1 = records.noisy_sum(next(measures), stream.next(), s1[released],
+                                     col_grids[c].g1)
+        noisy_s2 = None
+        if s2 is not None:
+            noisy_s2 = records.noisy_sum(next(measures), stream.next(), s2[released],
+                                         col_grids[c].g2)  # type: ignore[arg-type]
+        sums[c] = (noisy_s1, noisy_s2)
+    out = {s.name: _statistic(s, n, sums, gp.bounds) for s in specs}
+    return _frame(group.by, key_values[released], out, group.privacy_unit, gp)
+
+
+def _select(stream: Keys, threads: int, people: NDArray[np.int64], gp: _GroupPlan,
+            max_groups: int) -> NDArray[np.int64]:
+    """The keys released: each key with ``n > 0`` people, with probability ``pi[n]`` (one
+    full-precision uniform per key, addressed by its place among the keys)."""
+    pi = selection_probabilities(gp.selection_epsilon / max_groups,
+                                 gp.selection_delta / max_groups)
+    p = np.where(people < pi.size, pi[np.minimum(people, pi.size - 1)], 1.0)
+    p[people == 0] = 0.0
+    u = np.empty(people.size, dtype=np.float64)
+    noise.uniforms(stream.next(), threads, u)
+    return np.flatnonzero(u < p)
 
 
 class _GroupPlan(NamedTuple):

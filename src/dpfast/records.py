@@ -242,9 +242,8 @@ def bound(keys: Keys, threads: int, person: NDArray[np.int64],
     prio = _uniforms(keys.next(), threads, n)
     pair_prio = _uniforms(keys.next(), threads, n)
     grp = np.zeros(n, dtype=np.int64) if group is None else group
-    flags: NDArray[np.uint8] = _native.bound_contributions(person, grp, prio, pair_prio,
-                                                           max_groups, max_rows, threads)
-    return flags
+    return _native.bound_contributions(person, grp, prio, pair_prio, max_groups, max_rows,
+                                       threads)
 
 
 # -- exact sums on a grid -------------------------------------------------------------------
@@ -281,7 +280,7 @@ def noisy_sum(m: noise.Measure, key: _native.Key, total_units: NDArray[np.float6
 
 def noisy_count(m: noise.Measure, key: _native.Key,
                 counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    out = np.ascontiguousarray(counts, dtype=np.int64).copy()
+    out: NDArray[np.int64] = np.array(counts, dtype=np.int64)
     m.noise.fill(key, 1, out, out)
     return out
 
@@ -576,8 +575,8 @@ def quantiles(values: object, q: object, *, bounds: object, epsilon: object,
     else:
         ks = np.array([_pick(keys, rel.threads, s32, 0, top, float(v), per_draw,
                              col.max_rows) for v in flat], dtype=np.int64)
-    out = np.minimum(col.lo + ks * g, col.hi)
-    return out.reshape(qs.shape)
+    out: NDArray[np.float64] = np.minimum(col.lo + ks * g, col.hi).reshape(qs.shape)
+    return out
 
 
 def median(values: object, *, bounds: object, epsilon: object, privacy_unit: object = None,
