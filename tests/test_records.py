@@ -615,3 +615,24 @@ def test_recursion_draws_its_middle_quantile_first_at_its_share():
     obs, p = np.bincount(j, minlength=s.size + 1), np.exp(logp)
     assert np.all(obs[p == 0] == 0)
     assert stats.chisquare(obs[p > 0], p[p > 0] * j.size).pvalue > ALPHA
+
+
+def test_the_rows_kept_do_not_depend_on_how_people_are_named():
+    """Priorities are addressed by the row's position, so the same people under other ids
+    (strings, huge or negative integers, uint64 beyond int64) keep the same rows: the same
+    release. Empty data with an empty privacy unit is a release too."""
+    x, person = column(12, 4_000)
+    names = {
+        "int": person,
+        "str": np.array([f"user-{p}" for p in person], dtype=object),
+        "huge": person.astype(np.int64) * -(2**40) - 2**62,
+        "uint64": person.astype(np.uint64) + np.uint64(2**63 + 5),
+    }
+    for func in (dp.sum, dp.mean, dp.median):
+        got = {k: func(x, bounds=BOUNDS, epsilon=1.0, privacy_unit=v, max_rows=2, rng=13,
+                       accountant=dp.Accountant()) for k, v in names.items()}
+        assert len(set(got.values())) == 1, got
+    for func in SCALARS:
+        out = func(np.empty(0), bounds=BOUNDS, epsilon=1.0, privacy_unit=[], max_rows=2,
+                   rng=1, accountant=dp.Accountant())
+        assert math.isfinite(out)
