@@ -95,7 +95,7 @@ except ImportError as exc:                                   # pragma: no cover
     raise ImportError('dpfast.dask needs Dask: pip install "dpfast[dask]"') from exc
 
 __all__ = ["noisy_counts", "from_npy", "histogram", "histogramdd", "count_categories",
-           "crosstab", "census_hierarchy", "tree_mechanism"]
+           "crosstab", "census_hierarchy", "tree_mechanism", "group_by", "GroupBy"]
 
 #: Cells per block of :func:`from_npy` (about 40-80 MB per block).
 NPY_BLOCK = 10_000_000
@@ -633,3 +633,361 @@ def _noise_table(counts: np.ndarray, key: _native.Key, threads: int,
     single-machine kernel draws them), post-processed."""
     noisy = noisy_cells(key, 0, np.asarray(counts, dtype=np.int64), noise)
     return _post.apply(noisy, postprocess) if postprocess is not None else noisy
+
+
+# -- grouped statistics of records ----------------------------------------------------------
+#
+# dpfast.group_by over a Dask DataFrame, the same release for the same seed as on the whole
+# frame computed. The single-machine release decides everything from three things, each
+# reproduced here exactly whatever the partitioning:
+#
+# - each row's key code (its key's place among the sorted keys: the public keys, or the
+#   distinct keys of the whole frame, collected from the partitions before the charge);
+# - each row's bounding priorities: cell ``i`` of the uniforms under the stream's first two
+#   keys, ``i`` the row's position in the frame (among the rows of public keys, which alone
+#   are bounded): a partition starting at row ``a`` draws chunk ``a // CHUNK`` on and drops
+#   the head, as the cell-addressed counts do;
+# - the bounding kernel, which decides a person's rows from their priorities and their order
+#   alone: the rows are sent to buckets by a hash of the person (every row of a person in one
+#   bucket, in frame order), and each bucket is bounded on its own.
+#
+# The key statistics (rows, people, sums in grid units) are exact integers, so the buckets'
+# partial statistics add up on the workers to the whole frame's, and the client finishes the
+# release from them as dpfast.groupby.finish does.
+
+def group_by(frame: Any, by: str, *, privacy_unit: str | None = None, max_groups: int = 1,
+             max_rows: int = 1, keys: object = None) -> GroupBy:
+    """group_by(frame, by, *, privacy_unit=None, max_groups=1, max_rows=1, keys=None)
+
+    :func:`dpfast.group_by` of a Dask DataFrame: ``.agg(...)`` and ``.plan(...)`` take the
+    keywords of :meth:`dpfast.GroupBy.agg` / :meth:`dpfast.GroupBy.plan` and return the same
+    DataFrame as ``dpfast.group_by(frame.compute(), ...)`` with the same seed, for any
+    partitioning and any number of workers.
+
+    The release reads the frame once before its charge: every row's key, values and person
+    are checked there (NaN or infinite values, null keys or ids, keys of mixed types: the
+    errors of ``dpfast.group_by``, with the row's position in the whole frame), the distinct
+    keys are collected (private keys: to the client, which selects them) and the checked rows
+    are kept on the workers, numbered, with a keyed digest; after the charge only they are
+    used (a task finding its rows changed since the read refuses them). The contribution
+    bounding and the statistics per key run on the workers; only the summed statistics per
+    key (exact counts and sums) reach the client, which selects the keys and adds the noise.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, numpy as np, pandas as pd, dpfast as dp
+    >>> import dpfast.dask as dpd
+    >>> rows = pd.DataFrame({"dept": np.arange(600) % 3, "user": np.arange(600) // 2,
+    ...                      "salary": np.linspace(0, 100, 600)})
+    >>> kw = dict(n="count", avg=("salary", "mean"), bounds={"salary": (0, 100)},
+    ...           epsilon=1.0, rng=3)
+    >>> got = dpd.group_by(dd.from_pandas(rows, npartitions=4), "dept", privacy_unit="user",
+    ...                    max_rows=2, keys=[0, 1, 2]).agg(accountant=dp.Accountant(), **kw)
+    >>> want = dp.group_by(rows, "dept", privacy_unit="user", max_rows=2,
+    ...                    keys=[0, 1, 2]).agg(accountant=dp.Accountant(), **kw)
+    >>> got.equals(want)
+    True
+    """
+    return GroupBy(frame, by, privacy_unit=privacy_unit, max_groups=max_groups,
+                   max_rows=max_rows, keys=keys)
+
+
+class GroupBy:
+    """A grouping of the records of a Dask DataFrame, ready for :meth:`agg` (see
+    :func:`group_by`)."""
+
+    __slots__ = ("frame", "by", "privacy_unit", "max_groups", "max_rows", "keys")
+
+    def __init__(self, frame: Any, by: str, *, privacy_unit: str | None = None,
+                 max_groups: int = 1, max_rows: int = 1, keys: object = None) -> None:
+        if not isinstance(frame, dd.DataFrame):
+            raise TypeError("The 'frame' parameter of dpfast.dask.group_by must be a Dask "
+                            f"DataFrame. Got {_v.describe(frame)} instead (use "
+                            "dpfast.group_by).")
+        if isinstance(keys, (da.Array, dd.Series, dd.DataFrame)):
+            raise ValueError("The 'keys' parameter of dpfast.dask.group_by must be public "
+                             "keys chosen without the data; got a Dask collection.")
+        self.frame = frame
+        self.by, self.privacy_unit, self.keys = by, privacy_unit, keys
+        self.max_groups, self.max_rows = max_groups, max_rows
+        self._grouping()                          # every check of dpfast.group_by, now
+
+    def _grouping(self) -> Any:
+        """The single-machine grouping of the frame's (empty) meta: it checks the columns
+        and contribution bounds, makes the plan, and finishes the release (its ``rows`` set
+        to the frame's length once read)."""
+        from .groupby import GroupBy as _Local
+        return _Local(self.frame._meta, self.by, privacy_unit=self.privacy_unit,
+                      max_groups=self.max_groups, max_rows=self.max_rows, keys=self.keys)
+
+    def __repr__(self) -> str:
+        return "dask." + repr(self._grouping())
+
+    def plan(self, *, epsilon: object = None, delta: object = None, rho: object = None,
+             noise: object = "laplace", bounds: object = None, selection: object = None,
+             accountant: AccountantLike | None = None, **aggregations: object) -> Any:
+        """:meth:`dpfast.GroupBy.plan`: what :meth:`agg` would measure and cost (nothing is
+        read, charged or drawn)."""
+        return self._grouping().plan(epsilon=epsilon, delta=delta, rho=rho, noise=noise,
+                                     bounds=bounds, selection=selection,
+                                     accountant=accountant, **aggregations)
+
+    def agg(self, *, epsilon: object = None, delta: object = None, rho: object = None,
+            noise: object = "laplace", bounds: object = None, selection: object = None,
+            accountant: AccountantLike | None = None, rng: RngLike = None,
+            threads: int | None = None, **aggregations: object) -> Any:
+        """:meth:`dpfast.GroupBy.agg` of the Dask DataFrame: the same DataFrame as on the
+        whole frame with the same seed (see :func:`group_by`)."""
+        from . import groupby as _gb
+        func = "GroupBy.agg"
+        # Check: nothing read.
+        local = self._grouping()
+        specs = _gb._specs(aggregations, func)
+        gp = local._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
+                         accountant)
+        public = None if self.keys is None else \
+            _gb._group_codes(local.data[self.by].to_numpy(), self.keys, func).values
+        rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads,
+                      rho=gp.plan.rho if public is not None else None)
+        _refuse_unaffordable(rel)
+        # Read, before the charge.
+        columns = list(gp.bounds)
+        wanted = list(dict.fromkeys([self.by, *columns] + (
+            [self.privacy_unit] if self.privacy_unit is not None else [])))
+        raw = dask.persist(*self.frame[wanted].to_delayed())
+        scans = dask.compute(*[dask.delayed(_scan_records, pure=True)(
+            p, self.by, self.privacy_unit, columns, public, func) for p in raw])
+        key_values = _checked_scans(scans, public, self.privacy_unit, func)
+        local.rows = int(sum(s["rows"] for s in scans))
+        col_grids = _gb.grids(gp, specs, local.rows)
+        starts = np.concatenate(([0], np.cumsum([s["inside"] for s in scans])[:-1]))
+        if self.privacy_unit is None:
+            # Each row a person: all rows kept, no key needed; the statistics are made
+            # (and brought to the client) before the charge.
+            partial = [dask.delayed(_unbounded_statistics, pure=True)(
+                p, self.by, columns, key_values, col_grids, func) for p in raw]
+            stats = dask.compute(_summed(partial))[0]
+            stream = rel.charge_keys()
+        else:
+            buckets = len(raw)
+            mac = os.urandom(32)
+            made = [dask.delayed(_prepared_records, pure=True, nout=2)(
+                p, self.by, self.privacy_unit, columns, key_values, int(start), buckets,
+                mac, func) for p, start in zip(raw, starts)]
+            prepared = dask.persist(*[m[0] for m in made])
+            digests = dask.compute(*[m[1] for m in made])
+            del raw, made
+            stream = rel.charge_keys()
+            # The bounding priorities, as dpfast.records.bound takes them: the stream's
+            # first two keys, shipped as bytes.
+            prio, pair_prio = bytes(stream.next()), bytes(stream.next())
+            split = [dask.delayed(_bucketed, pure=True)(p, d, mac, prio, pair_prio)
+                     for p, d in zip(prepared, digests)]
+            partial = [dask.delayed(_bounded_statistics, pure=True)(
+                [s[b] for s in split], local.max_groups, local.max_rows, key_values.size,
+                col_grids, func) for b in range(buckets)]
+            stats = dask.compute(_summed(partial))[0]
+        # Draw, on the client: the key selection and the noise of the summed statistics.
+        return _gb.finish(stream, rel.threads, gp, specs, local, key_values,
+                          public is not None, stats)
+
+
+def _kind(arr: np.ndarray) -> str | None:
+    """What a partition's column holds, for the check that all partitions hold one type
+    (None: nothing)."""
+    if arr.size == 0:
+        return None
+    if arr.dtype.kind != "O":
+        return arr.dtype.kind
+    import pandas as pd
+    return str(pd.api.types.infer_dtype(arr, skipna=False))
+
+
+def _scan_records(part: Any, by: str, unit: str | None, columns: list[str],
+                  public: np.ndarray | None, func: str) -> dict[str, Any]:
+    """On a worker, the read of one partition before the charge: its length, its rows of
+    public keys, its distinct keys (private keys), the kinds of its key and id columns, and
+    the first error of the single-machine checks, in their order (key column, value columns,
+    privacy unit), as ``(stage, type, message)``."""
+    from . import groupby as _gb
+    from . import records
+    out: dict[str, Any] = {"rows": len(part), "inside": len(part), "uniques": None,
+                           "kinds": {}, "error": None}
+    stage = 0
+    try:
+        col = _v.as_array(_gb._column(part, by, "by", func), "by", func, categories=True)
+        keys = _gb._group_codes(col, public, func)
+        out["kinds"]["by"] = _kind(col)
+        if public is None:
+            out["uniques"] = keys.values
+        else:
+            out["inside"] = int(np.count_nonzero(keys.code >= 0))
+        for c in columns:
+            stage += 1
+            records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func), func, c)
+        if unit is not None:
+            stage += 1
+            ids = _v.as_array(_gb._column(part, unit, "privacy_unit", func), "privacy_unit",
+                              func, categories=True)
+            records.person_ids(ids, len(part), func)
+            out["kinds"]["privacy_unit"] = _kind(ids)
+    except (TypeError, ValueError) as exc:
+        out["error"] = (stage, type(exc), str(exc))
+    return out
+
+
+def _checked_scans(scans: Sequence[dict[str, Any]], public: np.ndarray | None,
+                   unit: str | None, func: str) -> np.ndarray:
+    """On the client, after the read: the single-machine path's first error (the earliest
+    check, then the earliest partition, its position made the row's in the whole frame), a
+    column holding values of mixed types across partitions, then the sorted keys."""
+    import re
+
+    from . import groupby as _gb
+    offsets = np.concatenate(([0], np.cumsum([s["rows"] for s in scans])))
+    errors = [(s["error"][0], i, s["error"][1], s["error"][2])
+              for i, s in enumerate(scans) if s["error"]]
+    # Keys or ids of one type in each partition but of several across them: the check of
+    # the whole column, after its other errors (the single-machine order).
+    for name, stage in (("by", 0), ("privacy_unit", 2**31 if unit is not None else -1)):
+        if stage >= 0 and len({s["kinds"].get(name) for s in scans} - {None}) > 1:
+            errors.append((stage, len(scans), TypeError,
+                           f"The {name!r} parameter of {func} must hold values of one type "
+                           "(all strings, or all integers, ...). Got values of mixed types."))
+    if errors:
+        _, i, kind, message = min(errors, key=lambda e: (e[0], e[1]))
+        where = int(offsets[min(i, len(scans) - 1)])
+        raise kind(re.sub(r"at index (\d+)", lambda m: f"at index {int(m.group(1)) + where}",
+                          message))
+    if public is not None:
+        return public
+    found = [s["uniques"] for s in scans if s["uniques"] is not None and s["uniques"].size]
+    if not found:
+        return np.asarray(scans[0]["uniques"]) if scans else np.empty(0)
+    return _gb._group_codes(np.concatenate(found), None, func).values
+
+
+def _key_codes(part: Any, by: str, key_values: np.ndarray, func: str) -> np.ndarray:
+    """Each row's key code: its key's place among the sorted keys (-1: not a public key)."""
+    import pandas as pd
+
+    from . import groupby as _gb
+    col = _v.as_array(_gb._column(part, by, "by", func), "by", func, categories=True)
+    return np.ascontiguousarray(pd.Index(key_values).get_indexer(col), dtype=np.int64)
+
+
+def _unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np.ndarray,
+                          col_grids: dict[str, Any], func: str) -> Any:
+    """On a worker, without a privacy unit: a partition's statistics per key, every row
+    kept (each a person)."""
+    from . import groupby as _gb
+    from . import records
+    code = _key_codes(part, by, key_values, func)
+    inside = code >= 0
+    values = {c: records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
+                                      func, c)[inside] for c in columns}
+    code = code[inside]
+    flags = np.full(code.size, _gb.KEPT_PAIR, dtype=np.uint8)
+    return _gb.key_statistics(code, flags, values, key_values.size, col_grids)
+
+
+def _prepared_records(part: Any, by: str, unit: str, columns: list[str],
+                      key_values: np.ndarray, start: int, buckets: int, mac: bytes,
+                      func: str) -> tuple[dict[str, Any], bytes]:
+    """On a worker, before the charge: a partition's rows of known keys (codes, values,
+    persons), numbered from ``start`` (their position among the frame's rows that are
+    bounded), with each row's bucket (a hash of its person) and the rows' order by bucket;
+    and a digest of all of it under ``mac``, which binds the release to these rows."""
+    import pandas as pd
+
+    from . import groupby as _gb
+    from . import records
+    code = _key_codes(part, by, key_values, func)
+    inside = code >= 0
+    person = _v.as_array(_gb._column(part, unit, "privacy_unit", func), "privacy_unit", func,
+                         categories=True)[inside]
+    values = [records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
+                                   func, c)[inside] for c in columns]
+    code = np.ascontiguousarray(code[inside])
+    hashed = pd.util.hash_array(np.asarray(person))
+    bucket = (hashed % np.uint64(buckets)).astype(np.int64)
+    order = np.argsort(bucket, kind="stable")          # frame order within each bucket
+    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    prepared = {"start": start, "code": code, "person": person, "values": values,
+                "columns": columns, "order": order, "edges": edges, "hashed": hashed}
+    return prepared, _prepared_digest(prepared, mac)
+
+
+def _prepared_digest(prepared: dict[str, Any], mac: bytes) -> bytes:
+    parts = [prepared["code"], prepared["hashed"], prepared["order"], prepared["edges"],
+             np.array([prepared["start"]], dtype=np.int64), *prepared["values"]]
+    return b"".join(_digest(mac, np.ascontiguousarray(p)) for p in parts)
+
+
+def _uniforms_from(key: _native.Key, start: int, n: int) -> np.ndarray:
+    """Cells ``[start, start + n)`` of the uniforms under ``key`` (those the single-machine
+    kernel draws there): chunk ``start // CHUNK`` on, the cells before ``start`` dropped."""
+    from .noise import uniforms
+    chunk0, skip = divmod(start, _native.CHUNK)
+    out = np.empty(skip + n, dtype=np.float64)
+    if n:
+        uniforms(key, 1, out, chunk0)
+    return out[skip:]
+
+
+def _bucketed(prepared: dict[str, Any], digest: bytes, mac: bytes, prio: bytes,
+              pair_prio: bytes) -> list[dict[str, Any]]:
+    """On a worker, after the charge: a prepared partition (refused if it is not what was
+    read before the charge) with each row's two bounding priorities, split by bucket."""
+    if not hmac.compare_digest(_prepared_digest(prepared, mac), digest):
+        raise RuntimeError("dpfast.dask.GroupBy.agg: a partition's records changed after "
+                           "they were read for this release (recomputed from a changed "
+                           "input?); nothing of it is released.")
+    n = prepared["code"].size
+    start = prepared["start"]
+    p1 = _uniforms_from(_native.Key.from_bytes(prio), start, n)
+    p2 = _uniforms_from(_native.Key.from_bytes(pair_prio), start, n)
+    order, edges = prepared["order"], prepared["edges"]
+    out = []
+    for b in range(edges.size - 1):
+        rows = order[edges[b]:edges[b + 1]]
+        out.append({"code": prepared["code"][rows], "person": prepared["person"][rows],
+                    "prio": p1[rows], "pair_prio": p2[rows],
+                    "values": {c: v[rows] for c, v in zip(prepared["columns"],
+                                                          prepared["values"])}})
+    return out
+
+
+def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows: int,
+                        nkeys: int, col_grids: dict[str, Any], func: str) -> Any:
+    """On a worker: one bucket's rows (every row of its persons, in frame order: the
+    partitions' pieces in partition order), bounded as dpfast.records.bound bounds them, and
+    their statistics per key."""
+    from . import groupby as _gb
+    from . import records
+
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([p[name] for p in pieces])
+    code = np.ascontiguousarray(joined("code"), dtype=np.int64)
+    person = records.person_ids(joined("person"), code.size, func)
+    flags = _native.bound_contributions(
+        person, code, np.ascontiguousarray(joined("prio")),
+        np.ascontiguousarray(joined("pair_prio")), max_groups, max_rows, 1)
+    values = {c: np.concatenate([p["values"][c] for p in pieces]) for c in col_grids}
+    return _gb.key_statistics(code, flags, values, nkeys, col_grids)
+
+
+def _added(a: Any, b: Any) -> Any:
+    """The sum of two partial :class:`dpfast.groupby.KeyStatistics` (exact: integers)."""
+    from .groupby import KeyStatistics
+    sums = {c: (s1 + b.sums[c][0], None if s2 is None else s2 + b.sums[c][1])
+            for c, (s1, s2) in a.sums.items()}
+    return KeyStatistics(a.rows + b.rows, a.people + b.people, sums)
+
+
+def _summed(level: list[Any]) -> Any:
+    """A delayed sum of partial statistics, pairwise on the workers."""
+    while len(level) > 1:
+        level = [dask.delayed(_added, pure=True)(a, b) for a, b in zip(level[::2], level[1::2])] \
+            + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
