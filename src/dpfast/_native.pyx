@@ -1360,7 +1360,7 @@ cdef extern from "records.h":
         int64_t nparts
         int part_bits
         int failed
-    void dpf_bound_prepare(dpf_bound_task *t) nogil
+    void dpf_bound_prepare(dpf_bound_task *t, int threads) nogil
     void dpf_bound_chunk(void *task, int64_t chunk, int slot) noexcept nogil
     void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n) nogil
     void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
@@ -1402,7 +1402,7 @@ def bound_contributions(cnp.ndarray person not None, cnp.ndarray group not None,
     t.nparts = 1 << bits
     t.failed = 0
     with nogil:
-        dpf_bound_prepare(&t)
+        dpf_bound_prepare(&t, threads)
         if not t.failed:
             dpf_run(dpf_bound_chunk, &t, t.nparts, threads)
     if t.failed:

@@ -1,4 +1,5 @@
 #include "records.h"
+#include "driver.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,29 +34,70 @@ static inline uint64_t part_of(const dpf_bound_task *t, int64_t person)
     return t->part_bits == 0 ? 0 : mix64((uint64_t)person) >> (64 - t->part_bits);
 }
 
-void dpf_bound_prepare(dpf_bound_task *t)
+/* The rows in SLICES equal slices, counted and scattered in parallel: slice s's rows go after
+ * slice s-1's in each partition, so each partition lists its rows in row order whatever the
+ * threads. */
+enum { SLICES = 16 };
+
+typedef struct {
+    dpf_bound_task *t;
+    int64_t *at;            /* SLICES x nparts: counts, then each slice's next position */
+} prep_task;
+
+static void slice_rows(const dpf_bound_task *t, int64_t s, int64_t *lo, int64_t *hi)
 {
-    int64_t *start = t->start;
-    memset(start, 0, (size_t)(t->nparts + 1) * sizeof(int64_t));
-    for (int64_t i = 0; i < t->n; i++)
-        start[part_of(t, t->person[i]) + 1]++;
-    for (int64_t p = 0; p < t->nparts; p++)
-        start[p + 1] += start[p];
-    int64_t *next = malloc((size_t)t->nparts * sizeof(int64_t));
-    if (next == NULL) {
-        t->failed = 1;
-        return;
-    }
-    memcpy(next, start, (size_t)t->nparts * sizeof(int64_t));
-    for (int64_t i = 0; i < t->n; i++) {      /* in row order: a bucket's rows stay in order */
-        rec *r = &t->recs[next[part_of(t, t->person[i])]++];
+    *lo = t->n * s / SLICES;
+    *hi = t->n * (s + 1) / SLICES;
+}
+
+static void count_slice(void *task, int64_t s, int slot)
+{
+    (void)slot;
+    prep_task *pt = task;
+    const dpf_bound_task *t = pt->t;
+    int64_t lo, hi, *at = pt->at + s * t->nparts;
+    slice_rows(t, s, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++)
+        at[part_of(t, t->person[i])]++;
+}
+
+static void scatter_slice(void *task, int64_t s, int slot)
+{
+    (void)slot;
+    prep_task *pt = task;
+    const dpf_bound_task *t = pt->t;
+    int64_t lo, hi, *at = pt->at + s * t->nparts;
+    slice_rows(t, s, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) {
+        rec *r = &t->recs[at[part_of(t, t->person[i])]++];
         r->person = t->person[i];
         r->group = t->group[i];
         r->row = i;
         r->prio = t->prio[i];
         r->gprio = t->gprio[i];
     }
-    free(next);
+}
+
+void dpf_bound_prepare(dpf_bound_task *t, int threads)
+{
+    prep_task pt = {t, calloc((size_t)(SLICES * t->nparts), sizeof(int64_t))};
+    if (pt.at == NULL) {
+        t->failed = 1;
+        return;
+    }
+    dpf_run(count_slice, &pt, SLICES, threads);
+    int64_t pos = 0;
+    for (int64_t p = 0; p < t->nparts; p++) {
+        t->start[p] = pos;
+        for (int64_t sl = 0; sl < SLICES; sl++) {
+            int64_t c = pt.at[sl * t->nparts + p];
+            pt.at[sl * t->nparts + p] = pos;
+            pos += c;
+        }
+    }
+    t->start[t->nparts] = pos;
+    dpf_run(scatter_slice, &pt, SLICES, threads);
+    free(pt.at);
 }
 
 /* By person, then group, then position: a pair's rows together, its first row first. */
@@ -92,29 +134,30 @@ static void sort_recs(rec *r, int64_t n, int (*cmp)(const void *, const void *))
     }
 }
 
-/* Keep the max_rows rows of lowest priority of one pair of n <= 64 rows (in position order):
- * the max_rows-th lowest (priority, position) found on a small array of them, then every
- * row at or below it kept (returns that row). Moves 16 bytes per step of the sort instead of
- * a whole record. */
+/* Keep the max_rows (<= 64) rows of lowest (priority, position) of one pair of n rows: the
+ * lowest so far kept in a small sorted array (a row enters only if it beats the last), then
+ * every row at or below the last of them kept. Returns that row's position. */
 static int64_t keep_lowest(const dpf_bound_task *t, rec *r, int64_t n)
 {
     struct { double prio; int64_t row; } k[64];
+    const int64_t m = t->max_rows;
+    int64_t have = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t j = i;
-        while (j > 0 && (k[j - 1].prio > r[i].prio ||
-                         (k[j - 1].prio == r[i].prio && k[j - 1].row > r[i].row))) {
+        const double p = r[i].prio;
+        const int64_t row = r[i].row;
+        if (have == m && (p > k[m - 1].prio || (p == k[m - 1].prio && row > k[m - 1].row)))
+            continue;
+        int64_t j = have < m ? have++ : m - 1;
+        while (j > 0 && (k[j - 1].prio > p || (k[j - 1].prio == p && k[j - 1].row > row))) {
             k[j] = k[j - 1];
             j--;
         }
-        k[j].prio = r[i].prio;
-        k[j].row = r[i].row;
+        k[j].prio = p;
+        k[j].row = row;
     }
-    const double cut = k[t->max_rows - 1].prio;
-    const int64_t cut_row = k[t->max_rows - 1].row;
-    for (int64_t i = 0; i < n; i++)
-        if (r[i].prio < cut || (r[i].prio == cut && r[i].row <= cut_row))
-            t->kept[r[i].row] = DPF_KEPT;
-    return cut_row;
+    for (int64_t j = 0; j < m; j++)
+        t->kept[k[j].row] = DPF_KEPT;
+    return k[m - 1].row;
 }
 
 /* One person's rows r[0..n) sorted by pair; pairs[] scratch (one rec per pair). Keeps the
@@ -140,7 +183,7 @@ static void bound_person(const dpf_bound_task *t, rec *r, int64_t n, rec *pairs)
         if (b - a <= t->max_rows) {
             for (int64_t i = a; i < b; i++)
                 t->kept[r[i].row] = DPF_KEPT;
-        } else if (b - a <= 64) {
+        } else if (t->max_rows <= 64) {
             marked = keep_lowest(t, r + a, b - a);
         } else {
             sort_recs(r + a, b - a, by_prio);

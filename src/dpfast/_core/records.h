@@ -30,10 +30,11 @@ typedef struct {
     int failed;             /* set if a chunk could not allocate its scratch */
 } dpf_bound_task;
 
-/* Partition the rows by a hash of their person (recs, start), sequentially; then run
+/* Partition the rows by a hash of their person (recs, start), on up to `threads` threads;
+ * then run
  * dpf_bound_chunk over the partitions (any threads: each person's rows are decided from that
  * person's rows alone). */
-void dpf_bound_prepare(dpf_bound_task *t);
+void dpf_bound_prepare(dpf_bound_task *t, int threads);
 void dpf_bound_chunk(void *task, int64_t chunk, int slot);
 
 /* Sort n uint32 keys in place (LSD radix, 11-bit digits; tmp has room for n keys). */
