@@ -2,6 +2,7 @@
 
   dpfast demo       DP releases of the bundled UCI Adult census data, shown next to the truth
   dpfast histogram  a DP histogram or category count of one column of a CSV or Parquet file
+  dpfast aggregate  DP count, sum, mean, variance or std per key of a CSV or Parquet file
   dpfast info       the compiled kernels in use and the thread count
   dpfast bench      throughput of every mechanism family next to numpy's nearest equivalent
 """
@@ -23,7 +24,7 @@ import time
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Sequence, TextIO
 
 import numpy as np
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from numpy.typing import ArrayLike, NDArray
+
+    from .groupby import GroupBy
 
     _T = TypeVar("_T")
 
@@ -838,6 +841,475 @@ def _write_csv(f: TextIO, header: Sequence[str], rows: Iterable[Sequence[object]
     writer.writerows(rows)
 
 
+# -- dpfast aggregate -------------------------------------------------------------------
+#: The statistics of a value column, in the order of their options on the command line.
+AGG_STATISTICS = ("sum", "mean", "variance", "std")
+#: A Parquet file of more rows shows a progress bar on standard error (tqdm, if installed),
+#: as noisy_counts does past its own size.
+AGG_PROGRESS_ROWS = 1 << 24
+#: Rows per batch when a Parquet file is read (one row group may hold several).
+AGG_BATCH_ROWS = 1 << 20
+
+
+class _StatisticAction(argparse.Action):
+    """--count / --sum / --mean / --variance / --std: appended to one list, so that the
+    output's columns follow the command line."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        stats = list(getattr(namespace, self.dest, None) or [])
+        stats.append((self.const, option_string, values))
+        setattr(namespace, self.dest, stats)
+
+
+class _AggSpec:
+    """One statistic of the command: its output column, its value column and bounds (None
+    for the count) and the option that asked for it (for messages)."""
+
+    __slots__ = ("stat", "column", "bounds", "option", "name")
+
+    def __init__(self, stat: str, column: str | None, bounds: tuple[float, float] | None,
+                 option: str) -> None:
+        self.stat, self.column, self.bounds, self.option = stat, column, bounds, option
+        self.name = "count" if column is None else f"{stat}_{column}"
+
+
+def _parse_stat(option: str, text: str) -> tuple[str, tuple[float, float]]:
+    """(column, (lo, hi)) from COL:LO:HI (the column may itself hold colons)."""
+    rule = (f"{option} must be COL:LO:HI, a column and its public clamping bounds, finite "
+            "numbers with LO < HI (e.g. salary:0:300000)")
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise CLIError(f"{rule}. Got {text!r} instead.")
+    try:
+        lo, hi = float(parts[1]), float(parts[2])
+    except ValueError:
+        raise CLIError(f"{rule}: LO and HI must be numbers. Got {text!r} instead.") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise CLIError(f"{rule}: LO and HI must be finite. Got {text!r} instead.")
+    if not lo < hi:
+        raise CLIError(f"{rule}: LO must be < HI. Got {text!r} instead.")
+    return parts[0], (lo, hi)
+
+
+def _agg_specs(args: argparse.Namespace) -> list[_AggSpec]:
+    """The statistics asked for, in command-line order; one set of bounds per column."""
+    if not args.stats:
+        raise CLIError("dpfast aggregate needs at least one statistic: --count, --sum, "
+                       "--mean, --variance or --std COL:LO:HI.")
+    specs: list[_AggSpec] = []
+    bounds: dict[str, tuple[float, float]] = {}
+    for stat, option, text in args.stats:
+        if stat == "count":
+            spec = _AggSpec("count", None, None, option)
+        else:
+            column, b = _parse_stat(option, text)
+            if bounds.setdefault(column, b) != b:
+                raise CLIError(f"{option} {text!r}: column {column!r} is given other bounds "
+                               "by another option; a column is clamped to one public range "
+                               "(give the same LO:HI to each of its statistics).")
+            spec = _AggSpec(stat, column, b, option)
+        if any(s.name == spec.name for s in specs):
+            raise CLIError(f"{option}: the statistic {spec.name!r} is asked for twice.")
+        specs.append(spec)
+    for s in specs:
+        if s.column is not None and s.column in (args.by, args.privacy_unit):
+            raise CLIError(f"{s.option} {s.column!r}: the column is also the "
+                           f"{'--by' if s.column == args.by else '--privacy-unit'} column; "
+                           "a value column must be another column.")
+    if args.by in {s.name for s in specs}:
+        raise CLIError(f"--by {args.by!r} is also the name of an output column: rename the "
+                       "column in the file.")
+    return specs
+
+
+def _check_aggregate_options(args: argparse.Namespace) -> None:
+    """The options that need no file, checked before anything is read or created."""
+    if args.privacy_unit is not None and args.privacy_unit == args.by:
+        raise CLIError("--privacy-unit and --by must be different columns.")
+    if args.privacy_unit is None and (args.max_groups is not None
+                                      or args.max_rows is not None):
+        raise CLIError("--max-groups and --max-rows bound each person's rows and need "
+                       "--privacy-unit; without one each row is a person.")
+    if args.epsilon is None and args.rho is None:
+        raise CLIError("dpfast aggregate needs --epsilon (with --delta for Gaussian noise or "
+                       "private keys) or, for Gaussian noise and public --keys, --rho.")
+    if args.keys is None:
+        if args.epsilon is None or args.delta is None:
+            raise CLIError("Keys selected privately (no --keys) need --epsilon and --delta "
+                           "> 0: the selection of the keys costs delta. Or give the public "
+                           "keys with --keys.")
+        if args.rho is not None:
+            raise CLIError("--rho applies with public --keys: keys selected privately are "
+                           "paid for in --epsilon and --delta.")
+    elif args.selection is not None:
+        raise CLIError("--selection is the key selection's share of epsilon: it applies "
+                       "only to keys selected privately (no --keys).")
+    if args.rho is not None and args.noise != "gaussian":
+        raise CLIError("--rho is a zCDP budget, for --noise gaussian.")
+    if args.delta is not None and args.noise == "laplace" and args.keys is not None:
+        raise CLIError("--delta applies to --noise gaussian or to keys selected privately "
+                       "(no --keys); Laplace noise over public keys is pure epsilon-DP.")
+    if args.budget_delta is not None and args.ledger is None:
+        raise CLIError("--budget-delta sets the delta budget of a new --ledger file: give "
+                       "--ledger too.")
+
+
+def _agg_header(path: str) -> tuple[list[str], "Any | None"]:
+    """(column names, Arrow schema for Parquet or None for CSV), reading only the header."""
+    if not Path(path).is_file():
+        why = ("it is a directory" if Path(path).is_dir() else
+               "it does not exist" if not os.path.lexists(path) else "not a regular file")
+        raise CLIError(f"FILE {path!r} is not a file ({why}).")
+    if Path(path).suffix.lower() == ".parquet":
+        pq = _optional("pyarrow.parquet", "pyarrow", "Reading a Parquet file")
+        try:
+            schema = pq.read_schema(path)
+        except OSError as exc:
+            if exc.errno is not None:
+                raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
+            raise CLIError(f"FILE {path!r} is not a readable Parquet file "
+                           f"({type(exc).__name__}).") from None
+        except Exception as exc:     # ArrowInvalid, ...: the text may quote the file
+            raise CLIError(f"FILE {path!r} is not a readable Parquet file "
+                           f"({type(exc).__name__}).") from None
+        return list(schema.names), schema
+    _optional("pyarrow.csv", "pyarrow", "dpfast aggregate")
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            header = next(csv.reader(f), None)
+    except OSError as exc:
+        raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{path}, line 1: the header row is not valid UTF-8 text.") from None
+    except csv.Error as exc:
+        raise CLIError(f"{path}, line 1: not valid CSV: {_message(exc)}.") from None
+    if header is None:
+        raise CLIError(f"FILE {path!r} is empty: a CSV file needs a header row naming its "
+                       "columns.")
+    return header, None
+
+
+def _agg_columns(args: argparse.Namespace, specs: list[_AggSpec],
+                 names: list[str]) -> dict[str, str]:
+    """Each column the command reads -> the option naming it (checked against the header,
+    whose names are never shown: a file without one would show its first record)."""
+    wanted = {args.by: "--by"}
+    if args.privacy_unit is not None:
+        wanted[args.privacy_unit] = "--privacy-unit"
+    for s in specs:
+        if s.column is not None:
+            wanted.setdefault(s.column, s.option)
+    for column, option in wanted.items():
+        count = names.count(column)
+        if count == 0:
+            raise CLIError(f"{option} {column!r} is not a column of {args.file} (its header "
+                           f"has {len(names)} column(s); names are compared exactly and are "
+                           "not shown here).")
+        if count > 1:
+            raise CLIError(f"{option} {column!r} names {count} columns of {args.file}; "
+                           "column names must be unique.")
+    return wanted
+
+
+def _agg_schema(args: argparse.Namespace, specs: list[_AggSpec],
+                file_schema: "Any | None") -> Any:
+    """The Arrow schema of the table the release reads: keys and privacy unit as text (CSV)
+    or their own type (Parquet, dictionaries decoded), value columns as float64."""
+    import pyarrow as pa
+    values = [s.column for s in specs if s.column is not None]
+    fields = []
+    for column in [args.by] + ([args.privacy_unit] if args.privacy_unit else []):
+        kind = pa.string()
+        if file_schema is not None:
+            kind = file_schema.field(column).type
+            if pa.types.is_dictionary(kind):
+                kind = kind.value_type
+            if pa.types.is_nested(kind):
+                option = "--by" if column == args.by else "--privacy-unit"
+                raise CLIError(f"{option} {column!r}: a column of type {kind} cannot be a "
+                               "key (a list or struct column).")
+        fields.append(pa.field(column, kind))
+    for column in dict.fromkeys(values):
+        if file_schema is not None:
+            kind = file_schema.field(column).type
+            if pa.types.is_dictionary(kind):
+                kind = kind.value_type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                    or pa.types.is_decimal(kind)):
+                option = next(s.option for s in specs if s.column == column)
+                raise CLIError(f"{option} {column!r}: the column holds {kind}, not numbers.")
+        fields.append(pa.field(column, pa.float64()))
+    return pa.schema(fields)
+
+
+def _agg_keys(args: argparse.Namespace, schema: Any) -> "list[Any] | None":
+    """The public --keys, as values of the --by column's type."""
+    if args.keys is None:
+        return None
+    import pyarrow as pa
+    texts = [k.strip() for k in args.keys.split(",")]
+    if any(not k for k in texts):
+        raise CLIError(f"--keys must be comma-separated non-empty keys. Got {args.keys!r} "
+                       "instead.")
+    if len(set(texts)) != len(texts):
+        raise CLIError(f"--keys names a key more than once. Got {args.keys!r} instead.")
+    kind = schema.field(args.by).type
+    try:
+        keys = pa.array(texts, pa.string()).cast(kind)
+    except Exception:       # Arrow's cast errors (the text is public: the --keys given)
+        raise CLIError(f"--keys {args.keys!r}: not every key is a value of the --by column's "
+                       f"type ({kind}).") from None
+    out: list[Any] = list(keys.to_numpy(zero_copy_only=False))
+    if len({*out}) != len(out):
+        raise CLIError(f"--keys names a key more than once (as {kind}). Got {args.keys!r} "
+                       "instead.")
+    return out
+
+
+def _agg_progress(rows: int, err: TextIO) -> Any:
+    """A progress bar over ``rows`` rows (tqdm, if installed) for a large file, else None."""
+    if rows <= AGG_PROGRESS_ROWS:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=rows, unit="row", unit_scale=True, desc="dpfast aggregate", file=err)
+
+
+def _agg_read(args: argparse.Namespace, schema: Any, names: list[str]) -> Any:
+    """The table of the columns in ``schema`` (only those read), typed as ``schema`` says;
+    errors name the option and the record, never a value."""
+    import pyarrow as pa
+    path = args.file
+    if Path(path).suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+        try:
+            pf = pq.ParquetFile(path)
+            bar = _agg_progress(pf.metadata.num_rows, args.err)
+            batches = []
+            try:
+                for batch in pf.iter_batches(batch_size=AGG_BATCH_ROWS,
+                                             columns=schema.names):
+                    batches.append(batch)
+                    if bar is not None:
+                        bar.update(batch.num_rows)
+            finally:
+                if bar is not None:
+                    bar.close()
+            table = pa.Table.from_batches(batches) if batches else \
+                pf.schema_arrow.empty_table().select(schema.names)
+            return pa.table({f.name: _agg_cast(table.column(f.name), f.type)
+                             for f in schema})
+        except OSError as exc:
+            if exc.errno is not None:
+                raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
+            raise CLIError(f"FILE {path!r}: the columns cannot be read as Parquet "
+                           f"({type(exc).__name__}).") from None
+        except Exception as exc:  # a corrupt row group or page; Arrow's text may quote data
+            raise CLIError(f"FILE {path!r}: the columns cannot be read as Parquet "
+                           f"({type(exc).__name__}).") from None
+    import pyarrow.csv as pacsv
+    # Only the empty field is missing ("NA" may be a key); keys stay the file's text.
+    convert = pacsv.ConvertOptions(include_columns=schema.names,
+                                   column_types={f.name: f.type for f in schema},
+                                   null_values=[""], strings_can_be_null=True)
+    try:
+        return pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=True),
+                              convert_options=convert).select(schema.names)
+    except OSError as exc:
+        if exc.errno is not None:
+            raise CLIError(f"FILE {path!r} cannot be read: {_os_reason(exc)}.") from None
+        raise CLIError(f"FILE {path!r} cannot be read as CSV ({type(exc).__name__}).") \
+            from None
+    except Exception as exc:
+        # Arrow's text quotes the bad field: only the column it names is kept.
+        import re
+        found = re.search(r"CSV column #(\d+): CSV conversion error", str(exc))
+        if found and int(found.group(1)) < len(names):
+            column = names[int(found.group(1))]
+            raise CLIError(f"{path}: a value of column {column!r} is not a number. "
+                           f"{NOT_SHOWN}") from None
+        raise CLIError(f"FILE {path!r} cannot be read as CSV ({type(exc).__name__}: a "
+                       f"record with too many or too few fields, or bad quoting). "
+                       f"{NOT_SHOWN}") from None
+
+
+def _agg_cast(col: Any, kind: Any) -> Any:
+    """A Parquet column as ``kind`` (dictionaries decoded, numbers as float64)."""
+    import pyarrow as pa
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col if col.type == kind else col.cast(kind)
+
+
+def _agg_check_data(args: argparse.Namespace, specs: list[_AggSpec], table: Any) -> None:
+    """Nulls in the key or privacy-unit column, and missing, NaN or infinite values, by the
+    option and the record's position (records counted from 1 after the header)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    checks = [(args.by, "--by", "key")]
+    if args.privacy_unit is not None:
+        checks.append((args.privacy_unit, "--privacy-unit", "person"))
+    for column, option, what in checks:
+        col = table.column(column)
+        if col.null_count:
+            first = int(np.flatnonzero(pc.is_null(col).to_numpy(zero_copy_only=False))[0])
+            raise CLIError(f"{option} {column!r}: record {first + 1} of {args.file} has no "
+                           f"{what} (an empty or null value; refused: a null is not a group "
+                           "of its own). Drop or fill these records first.")
+        if pa.types.is_floating(col.type):
+            bad = ~np.isfinite(col.to_numpy())
+            if bad.any():
+                raise CLIError(f"{option} {column!r}: record {int(np.argmax(bad)) + 1} of "
+                               f"{args.file} has a NaN or infinite {what}.")
+    for column in dict.fromkeys(s.column for s in specs if s.column is not None):
+        option = next(s.option for s in specs if s.column == column)
+        col = table.column(column)
+        x = col.to_numpy()      # float64; nulls read as NaN
+        bad = ~np.isfinite(x)
+        if bad.any():
+            i = int(np.argmax(bad))
+            kind = ("missing (empty or null)" if col.null_count and
+                    not pc.is_valid(col).to_numpy(zero_copy_only=False)[i]
+                    else "NaN" if np.isnan(x[i]) else "infinite")
+            raise CLIError(f"{option} {column!r}: the value at record {i + 1} of {args.file} "
+                           f"is {kind}; value columns need finite numbers (drop or fill "
+                           "these records first).")
+
+
+def _agg_accountant(args: argparse.Namespace) -> Accountant:
+    """The command's accountant: unlimited in memory (rho with --rho), or the durable
+    budget in --ledger (created with --budget and --budget-delta when new)."""
+    if args.ledger is None:
+        if args.budget is not None:
+            raise CLIError("--budget sets the budget of a new --ledger file: give --ledger "
+                           "too.")
+        if args.rho is not None:
+            return Accountant(rho=math.inf)
+        return Accountant(epsilon=math.inf, delta=1.0)
+    _check_directory(args.ledger, "--ledger")
+    if os.path.lexists(args.ledger):
+        acct = _open_ledger(args.ledger, lambda: Accountant.from_ledger(args.ledger))
+        if args.budget is not None and acct.epsilon != args.budget:
+            raise CLIError(f"--ledger {args.ledger!r} holds a budget of epsilon = "
+                           f"{acct.epsilon:g}, not --budget {args.budget:g} (a ledger's "
+                           "budget is fixed when it is created).")
+        return acct
+    if args.budget is None:
+        raise CLIError(f"--ledger {args.ledger!r} does not exist: pass --budget EPSILON (and "
+                       "--budget-delta DELTA for a release with delta) to create it.")
+    delta = args.budget_delta if args.budget_delta is not None else 0.0
+    if delta == 0.0 and (args.delta is not None or args.rho is not None):
+        raise CLIError(f"--ledger {args.ledger!r} is new and this release spends delta: pass "
+                       "--budget-delta DELTA, the ledger's total delta, to create it.")
+    # A --rho release is charged in rho: its ledger composes in zCDP.
+    composition: Literal["basic", "zcdp"] = "zcdp" if args.rho is not None else "basic"
+    return _open_ledger(args.ledger, lambda: Accountant(
+        epsilon=args.budget, delta=delta, composition=composition, ledger=args.ledger))
+
+
+def _agg_remaining(acct: Accountant) -> str:
+    """What the ledger has spent and has left, in epsilon and delta (and rho in zCDP)."""
+    spent, left = acct.spent, acct.remaining
+    text = (f"epsilon = {spent[0]:g}, delta = {spent[1]:g} spent of {acct.epsilon:g}, "
+            f"{acct.delta:g}; {left[0]:g}, {left[1]:g} left")
+    rho = getattr(spent, "rho", None)
+    return text + (f" (rho = {rho:g} spent)" if rho else "")
+
+
+def _agg_plan_text(plan: Any) -> str:
+    """The plan's table: costs, noise and thresholds, blanks where a field does not apply."""
+    table = plan.astype(object).where(plan.notna(), "-")
+    for column in ("people for p=0.5", "people for p=0.99"):
+        if column in table:
+            table[column] = [x if x == "-" else int(x) for x in table[column]]
+    return str(table.to_string(index=False))
+
+
+def _agg_cell(x: object) -> object:
+    """One CSV cell of the output: integers as integers, floats exactly (repr)."""
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, (numbers.Integral, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return repr(float(x))
+    if isinstance(x, bytes):
+        return x.decode("utf-8", "backslashreplace")
+    return x
+
+
+def _aggregate(args: argparse.Namespace, out: TextIO) -> int:
+    from .groupby import group_by
+    err = args.err
+    _check_aggregate_options(args)
+    specs = _agg_specs(args)
+    names, file_schema = _agg_header(args.file)
+    _agg_columns(args, specs, names)
+    schema = _agg_schema(args, specs, file_schema)
+    keys = _agg_keys(args, schema)
+    unit = args.privacy_unit
+    print(f"privacy unit: {unit}" if unit is not None else
+          "no --privacy-unit: each row is a person", file=err)
+
+    bounds = {s.column: s.bounds for s in specs if s.column is not None}
+    aggregations: dict[str, Any] = {
+        s.name: "count" if s.column is None else (s.column, s.stat) for s in specs}
+
+    def grouped(data: object) -> "GroupBy":
+        return group_by(data, args.by, privacy_unit=unit, max_groups=args.max_groups or 1,
+                        max_rows=args.max_rows or 1, keys=keys)
+
+    # The plan from the header alone: every budget parameter checked before anything is
+    # created, read or charged.
+    plan = grouped(schema.empty_table()).plan(
+        epsilon=args.epsilon, delta=args.delta, rho=args.rho, noise=args.noise,
+        bounds=bounds, selection=args.selection, **aggregations)
+    if args.plan:
+        print(f"dpfast aggregate --plan: what the release of {len(specs)} statistic(s) per "
+              f"key of {args.by!r} would measure; nothing charged, no record read.", file=out)
+        print(_agg_plan_text(plan), file=out)
+        if args.ledger is not None and os.path.lexists(args.ledger):
+            acct = _open_ledger(args.ledger, lambda: Accountant.from_ledger(args.ledger))
+            print(f"Ledger {args.ledger}: {_agg_remaining(acct)}.", file=out)
+        return 0
+
+    target = None if args.out is None else _output(args, args.out, "--out")
+    acct = _agg_accountant(args)
+    table = _agg_read(args, schema, names)
+    _agg_check_data(args, specs, table)
+    frame = grouped(table).agg(
+        epsilon=args.epsilon, delta=args.delta, rho=args.rho, noise=args.noise,
+        bounds=bounds, selection=args.selection, accountant=acct, rng=args.seed,
+        **aggregations)
+
+    header = [args.by] + [s.name for s in specs]
+    columns = [frame[s.name].to_numpy() for s in specs]
+    rows = ([_agg_cell(k)] + [_agg_cell(c[i]) for c in columns]
+            for i, k in enumerate(frame.index.to_numpy()))
+    if target is None:
+        _write_csv(out, header, rows)
+    else:
+        with open(target.tmp, "w", newline="", encoding="utf-8") as f:
+            _write_csv(f, header, rows)
+        target.commit()
+    where_to = "standard output" if args.out is None else args.out
+    cost = (f"rho = {args.rho:g}" if args.rho is not None else
+            f"epsilon = {args.epsilon:g}" + (f", delta = {args.delta:g}"
+                                             if args.delta is not None else ""))
+    chosen = "public --keys" if keys is not None else "keys selected privately"
+    print(f"dpfast aggregate: {len(frame)} key(s) ({chosen}) of {args.by!r} with "
+          f"{', '.join(s.name for s in specs)} written to {where_to}; {cost} spent.",
+          file=err)
+    if args.ledger is not None:
+        print(f"Ledger {args.ledger}: {_agg_remaining(acct)}.", file=err)
+    if args.seed is not None:
+        print(_seed_note(args.seed), file=err)
+    return 0
+
+
 # -- dpfast info ------------------------------------------------------------------------
 def _info(args: argparse.Namespace, out: TextIO) -> int:
     print(f"dpfast {__version__}", file=out)
@@ -969,6 +1441,10 @@ _positive_float = _arg(float, lambda x: math.isfinite(x) and x > 0,
 _probability = _arg(float, lambda x: 0 < x < 1, "beta must be in (0, 1)")
 _confidence = _arg(float, lambda x: 0 < x < 1, "the confidence must be in (0, 1)")
 _seed = _arg(int, lambda x: x >= 0, "seed must be >= 0")
+_probability_delta = _arg(float, lambda x: 0 < x < 1, "delta must be in (0, 1)")
+_positive_float_rho = _arg(float, lambda x: math.isfinite(x) and x > 0,
+                           "rho must be a finite number > 0")
+_share = _arg(float, lambda x: 0 < x < 1, "the share must be in (0, 1)")
 
 
 EXIT_HELP = """\
@@ -1036,6 +1512,87 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if violated else 0
 
 
+AGGREGATE_EPILOG = """\
+Each statistic is one option, repeatable, in the order of the output's columns:
+  --count                 noisy number of rows per key (column "count")
+  --sum COL:LO:HI         noisy sum of COL clamped to the public range [LO, HI] ("sum_COL")
+  --mean / --variance / --std COL:LO:HI   likewise ("mean_COL", "variance_COL", "std_COL")
+Write "--sum=COL:-5:5" when a bound is negative. LO and HI must be public: chosen without
+looking at the data. All statistics share one budget (--epsilon, --delta or --rho), split
+between the measurements to minimise their error; --plan shows the split.
+
+What a person is: with --privacy-unit COL, each person (value of COL) keeps at most
+--max-groups keys and --max-rows rows per key, chosen uniformly at random under the
+release's key; without it, each row is a person (the command says which on standard error).
+
+Keys: --keys K1,K2,... publishes exactly those keys (zeros included; other rows dropped).
+Without --keys, the keys are found in the data and each is released only if enough people
+have rows in it (private partition selection, which costs --selection of epsilon and
+delta): a key with few people is usually not released.
+
+Input: a CSV file with a header row (read with pyarrow; key and --privacy-unit values are
+taken as text, exactly as written; an empty field is missing) or FILE.parquet (only the
+columns named are read, batch by batch, with a progress bar on large files if tqdm is
+installed; keys of any type). A missing key or person, or a missing, NaN or infinite
+value, is an error naming its record; values are never shown.
+Output: CSV with columns KEY,count,sum_COL,... one row per released key, sorted, written
+atomically. A summary (keys released, budget spent, ledger) goes to standard error."""
+
+
+def _aggregate_parser(sub: Any) -> None:
+    agg = sub.add_parser(
+        "aggregate", help="DP count, sum, mean, variance or std per key of a CSV/Parquet "
+                          "file, each person's rows bounded",
+        description="Per-key statistics of a CSV or Parquet file under one (epsilon, "
+                    "delta) or rho budget: each person's contribution bounded, the keys "
+                    "public (--keys) or selected privately.",
+        epilog=AGGREGATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    agg.add_argument("file", metavar="FILE", help="CSV file with a header row, or .parquet")
+    agg.add_argument("--by", required=True, metavar="COL", help="the column of keys")
+    agg.add_argument("--privacy-unit", metavar="COL", default=None,
+                     help="the column naming each row's person (default: each row is a "
+                          "person)")
+    agg.add_argument("--max-groups", type=_positive_int, default=None, metavar="L0",
+                     help="keys each person keeps at most (default 1; needs --privacy-unit)")
+    agg.add_argument("--max-rows", type=_positive_int, default=None, metavar="LINF",
+                     help="rows each person keeps per key at most (default 1; needs "
+                          "--privacy-unit)")
+    agg.add_argument("--keys", metavar="K1,K2,...", default=None,
+                     help="the public keys, comma-separated (default: keys selected "
+                          "privately from the data)")
+    agg.add_argument("--count", dest="stats", action=_StatisticAction, nargs=0,
+                     const="count", help="the noisy number of rows per key")
+    for stat in AGG_STATISTICS:
+        agg.add_argument(f"--{stat}", dest="stats", action=_StatisticAction,
+                         const=stat, metavar="COL:LO:HI",
+                         help=f"the noisy {stat} of COL per key, values clamped to [LO, HI]")
+    agg.add_argument("--epsilon", type=_positive_float, default=None,
+                     help="epsilon of the whole release")
+    agg.add_argument("--delta", type=_probability_delta, default=None,
+                     help="delta of the whole release (Gaussian noise; keys selected "
+                          "privately)")
+    agg.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace",
+                     help="noise of the measurements (default laplace)")
+    agg.add_argument("--rho", type=_positive_float_rho, default=None,
+                     help="a zCDP budget instead of --epsilon (--noise gaussian, public "
+                          "--keys)")
+    agg.add_argument("--selection", type=_share, default=None, metavar="SHARE",
+                     help="the key selection's share of epsilon, in (0, 1) (default: an "
+                          "equal share with each measurement)")
+    agg.add_argument("--out", metavar="FILE", default=None,
+                     help="write the CSV here (default: standard output)")
+    agg.add_argument("--force", action="store_true", help="replace an existing --out file "
+                     "(never the input FILE)")
+    agg.add_argument("--seed", type=_seed, default=None, help=SEED_HELP)
+    agg.add_argument("--plan", action="store_true",
+                     help="print what each measurement would cost and its noise, and the "
+                          "key selection's thresholds; nothing charged, no record read")
+    _ledger_options(agg, "(required to create a new file)")
+    agg.add_argument("--budget-delta", type=_probability_delta, default=None,
+                     metavar="DELTA", help="total delta of a new --ledger FILE (default 0)")
+    agg.set_defaults(func=_aggregate, stats=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpfast", description=__doc__, epilog=EXIT_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1099,6 +1656,8 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("--force", action="store_true", help="replace an existing --out file "
                       "(never the input FILE)")
     hist.set_defaults(func=_histogram)
+
+    _aggregate_parser(sub)
 
     from .auditing import CASES
     aud = sub.add_parser(
