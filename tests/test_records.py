@@ -482,9 +482,6 @@ def test_privacy_unit_nulls_named_by_position_never_shown():
     assert "index 2" in str(info.value) and "secret" not in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="records.person_ids reads a list through np.asarray, "
-                   "which turns [1, 'a'] into strings: mixed types are not refused, and 1 "
-                   "and '1' become one person")
 @pytest.mark.parametrize("unit", [[1, "a", "b"], [1, "1", 2]])
 def test_privacy_unit_of_mixed_types_in_a_list_refused(unit):
     acct, gen = dp.Accountant(), dp.ChaCha20(4)
@@ -493,9 +490,6 @@ def test_privacy_unit_of_mixed_types_in_a_list_refused(unit):
                max_rows=2, accountant=acct, rng=gen)
 
 
-@pytest.mark.xfail(strict=True, reason="variance/std do not check ddof: it is first used "
-                   "after the charge (records.variance), so a bad ddof is charged and then "
-                   "fails with numpy's error")
 @pytest.mark.parametrize("ddof", ["1", -1, 1.5, None])
 def test_bad_ddof_refused_before_any_charge(ddof):
     acct, gen = dp.Accountant(), dp.ChaCha20(5)
@@ -504,9 +498,6 @@ def test_bad_ddof_refused_before_any_charge(ddof):
                     accountant=acct, rng=gen)
 
 
-@pytest.mark.xfail(strict=True, reason="records.quantile_grid takes log2 of (hi - lo) / "
-                   "(2**32 - 1), which underflows to 0 for subnormal widths: 'math domain "
-                   "error', raised after the charge (the grid is computed after it)")
 def test_quantiles_of_a_subnormal_interval_refused_or_released():
     acct, gen = dp.Accountant(), dp.ChaCha20(6)
     try:
@@ -518,9 +509,6 @@ def test_quantiles_of_a_subnormal_interval_refused_or_released():
         assert 0.0 <= y <= 2e-323
 
 
-@pytest.mark.xfail(strict=True, reason="records.variance divides the centred sum of squares "
-                   "by n - ddof but subtracts the square of the mean unscaled: the estimate "
-                   "is s2/(n-ddof) - (s/n)**2 instead of (s2 - s**2/n)/(n-ddof)")
 def test_variance_with_ddof_is_numpys():
     x = np.array([9.0, 10.0, 9.5, 8.0])
     kw = dict(bounds=BOUNDS, epsilon=1e9, accountant=dp.Accountant(), rng=1)

@@ -98,6 +98,12 @@ def person_ids(unit: object, n: int, func: str,
     """The privacy unit of each of ``n`` rows as int64 ids: integers as they are, anything
     else (strings, ...) by its code among the distinct values. Nulls and mixed types are
     refused."""
+    if isinstance(unit, (list, tuple)):
+        # numpy would read [1, "1"] as two equal strings: a list is read as objects first,
+        # so that values of mixed types are refused rather than merged.
+        objects = np.empty(len(unit), dtype=object)
+        objects[:] = unit
+        check_keys_column(objects, name, func)
     arr = _v.as_array(unit, name, func, categories=True)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"The {name!r} parameter of {func} must be one id per row ({n} "
@@ -416,10 +422,14 @@ def variance(values: object, *, bounds: object, epsilon: object = None,
     and sum of squares of the centred values (the budget in three equal parts), combined as
     ``sumsq / n - (sum / n)**2`` (``n - ddof`` in the first denominator), clamped to
     ``[0, ((high - low) / 2)**2]``. Parameters as :func:`sum`."""
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) \
+            or ddof < 0:
+        raise TypeError(f"The 'ddof' parameter of variance must be an int >= 0. Got {ddof!r} "
+                        "instead.")
     col, (n, s, s2) = _moments("variance", values, bounds, privacy_unit, max_rows, 2, noise,
                                epsilon, delta, rho, accountant, rng, threads)
     n = max(n, 1.0)
-    var = s2 / max(n - ddof, 1.0) - (s / n) ** 2
+    var = (s2 - s * s / n) / max(n - int(ddof), 1.0)
     return float(np.clip(var, 0.0, ((col.hi - col.lo) / 2.0) ** 2))
 
 
@@ -443,10 +453,12 @@ def quantile_grid(lo: float, hi: float) -> tuple[float, int]:
     """(g, top): the power-of-two step and the last index of the grid ``lo + k g``,
     ``k = 0..top``, over ``[lo, hi]`` with at most :data:`GRID_POINTS` points. Outputs are
     grid points: their set does not depend on the data."""
-    g = 2.0 ** math.ceil(math.log2((hi - lo) / (GRID_POINTS - 1)))
-    while (hi - lo) / g > GRID_POINTS - 1:
+    width = hi - lo
+    # 2**-32 of the width's binade, up; at least the least float (a subnormal width).
+    g = max(math.ldexp(1.0, math.frexp(width)[1] - 32), math.ulp(0.0))
+    while width / g > GRID_POINTS - 1:
         g *= 2.0
-    return g, int(math.floor((hi - lo) / g))
+    return g, int(math.floor(width / g))
 
 
 def check_q(q: object, func: str) -> NDArray[np.float64]:
@@ -555,6 +567,7 @@ def quantiles(values: object, q: object, *, bounds: object, epsilon: object,
     if method not in METHODS:
         raise ValueError(f"The 'method' parameter of {func} must be one of {METHODS}. Got "
                          f"{method!r} instead.")
+    g, top = quantile_grid(col.lo, col.hi)
     flat = np.atleast_1d(qs)
     order = np.argsort(flat, kind="stable")
     draws = levels(flat.size) if method == "recursive" else flat.size
@@ -563,7 +576,6 @@ def quantiles(values: object, q: object, *, bounds: object, epsilon: object,
                   rho=draws * per_draw * per_draw / 8.0)
     keys = rel.charge_keys()
     x = _kept(col, keys, rel.threads)
-    g, top = quantile_grid(col.lo, col.hi)
     s = np.floor((x - col.lo) / g)
     np.clip(s, 0, top, out=s)
     s32 = _native.sort_u32(s.astype(np.uint32))

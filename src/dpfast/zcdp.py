@@ -581,8 +581,9 @@ def _discrete_gaussian_delta(sigma: float, k: int, eps: float) -> float:
     expo_err = k * log_lam_err + 8.0 * _U * (abs(k * log_lam) + np.abs(theta * s))
     # (The exponent is raised to at least -300, which only raises the bound, by at most
     # e**-300 per term: no subnormal weights, nor squares of weights.)
-    weight = np.where(keep, np.exp(np.maximum(expo + expo_err, -300.0)) * (1.0 + 4.0 * _U)
-                      * (np.maximum(-np.expm1(xs), 0.0) + xs_err + 2.0 * _U), 0.0)
+    with np.errstate(over="ignore"):        # entries np.where drops may overflow
+        weight = np.where(keep, np.exp(np.maximum(expo + expo_err, -300.0)) * (1.0 + 4.0 * _U)
+                          * (np.maximum(-np.expm1(xs), 0.0) + xs_err + 2.0 * _U), 0.0)
     main = float((weight * c).sum())
 
     fft_err = 0.0
