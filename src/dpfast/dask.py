@@ -760,12 +760,15 @@ class GroupBy:
         key_values = _checked_scans(scans, public, self.privacy_unit, func)
         local.rows = int(sum(s["rows"] for s in scans))
         col_grids = _gb.grids(gp, specs, local.rows)
+        # Columns with a quantile to release: their kept rows' grid points (where the
+        # single-machine statistics have them).
+        qbounds = _quantile_bounds(gp, specs)
         starts = np.concatenate(([0], np.cumsum([s["inside"] for s in scans])[:-1]))
         if self.privacy_unit is None:
             # Each row a person: all rows kept, no key needed; the statistics are made
             # (and brought to the client) before the charge.
             partial = [dask.delayed(_unbounded_statistics, pure=True)(
-                p, self.by, columns, key_values, col_grids, func) for p in raw]
+                p, self.by, columns, key_values, col_grids, qbounds, func) for p in raw]
             stats = dask.compute(_summed(partial))[0]
             stream = rel.charge_keys()
         else:
@@ -785,7 +788,7 @@ class GroupBy:
                      for p, d in zip(prepared, digests)]
             partial = [dask.delayed(_bounded_statistics, pure=True)(
                 [s[b] for s in split], local.max_groups, local.max_rows, key_values.size,
-                col_grids, func) for b in range(buckets)]
+                col_grids, qbounds, func) for b in range(buckets)]
             stats = dask.compute(_summed(partial))[0]
         # Draw, on the client: the key selection and the noise of the summed statistics.
         return _gb.finish(stream, rel.threads, gp, specs, local, key_values,
@@ -876,8 +879,29 @@ def _key_codes(part: Any, by: str, key_values: np.ndarray, func: str) -> np.ndar
     return np.ascontiguousarray(pd.Index(key_values).get_indexer(col), dtype=np.int64)
 
 
+def _quantile_bounds(gp: Any, specs: Any) -> dict[str, tuple[float, float]] | None:
+    """The bounds of the columns with a quantile to release (None: a dpfast.groupby without
+    grouped quantiles)."""
+    from . import groupby as _gb
+    find = getattr(_gb, "quantile_bounds", None)
+    return None if find is None else dict(find(gp, specs))
+
+
+def _key_statistics(code: np.ndarray, flags: np.ndarray, values: dict[str, np.ndarray],
+                    nkeys: int, col_grids: dict[str, Any],
+                    qbounds: dict[str, tuple[float, float]] | None) -> Any:
+    """dpfast.groupby.key_statistics of some rows (with the quantile columns' bounds where
+    it takes them)."""
+    from . import groupby as _gb
+    statistics: Any = _gb.key_statistics
+    if qbounds is None:
+        return statistics(code, flags, values, nkeys, col_grids)
+    return statistics(code, flags, values, nkeys, col_grids, qbounds)
+
+
 def _unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np.ndarray,
-                          col_grids: dict[str, Any], func: str) -> Any:
+                          col_grids: dict[str, Any],
+                          qbounds: dict[str, tuple[float, float]] | None, func: str) -> Any:
     """On a worker, without a privacy unit: a partition's statistics per key, every row
     kept (each a person)."""
     from . import groupby as _gb
@@ -888,7 +912,7 @@ def _unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np
                                       func, c)[inside] for c in columns}
     code = code[inside]
     flags = np.full(code.size, _gb.KEPT_PAIR, dtype=np.uint8)
-    return _gb.key_statistics(code, flags, values, key_values.size, col_grids)
+    return _key_statistics(code, flags, values, key_values.size, col_grids, qbounds)
 
 
 def _prepared_records(part: Any, by: str, unit: str, columns: list[str],
@@ -959,7 +983,8 @@ def _bucketed(prepared: dict[str, Any], digest: bytes, mac: bytes, prio: bytes,
 
 
 def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows: int,
-                        nkeys: int, col_grids: dict[str, Any], func: str) -> Any:
+                        nkeys: int, col_grids: dict[str, Any],
+                        qbounds: dict[str, tuple[float, float]] | None, func: str) -> Any:
     """On a worker: one bucket's rows (every row of its persons, in frame order: the
     partitions' pieces in partition order), bounded as dpfast.records.bound bounds them, and
     their statistics per key."""
@@ -973,16 +998,22 @@ def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows:
     flags = _native.bound_contributions(
         person, code, np.ascontiguousarray(joined("prio")),
         np.ascontiguousarray(joined("pair_prio")), max_groups, max_rows, 1)
-    values = {c: np.concatenate([p["values"][c] for p in pieces]) for c in col_grids}
-    return _gb.key_statistics(code, flags, values, nkeys, col_grids)
+    values = {c: np.concatenate([p["values"][c] for p in pieces])
+              for c in pieces[0]["values"]}
+    return _key_statistics(code, flags, values, nkeys, col_grids, qbounds)
 
 
 def _added(a: Any, b: Any) -> Any:
-    """The sum of two partial :class:`dpfast.groupby.KeyStatistics` (exact: integers)."""
-    from .groupby import KeyStatistics
+    """The sum of two partial :class:`dpfast.groupby.KeyStatistics` (exact: integers; the
+    quantile columns' grid points, where there are any, concatenated: they are in any
+    order)."""
     sums = {c: (s1 + b.sums[c][0], None if s2 is None else s2 + b.sums[c][1])
             for c, (s1, s2) in a.sums.items()}
-    return KeyStatistics(a.rows + b.rows, a.people + b.people, sums)
+    fields: dict[str, Any] = {"rows": a.rows + b.rows, "people": a.people + b.people,
+                              "sums": sums}
+    if "points" in a._fields:
+        fields["points"] = {c: np.concatenate((p, b.points[c])) for c, p in a.points.items()}
+    return a._replace(**fields)
 
 
 def _summed(level: list[Any]) -> Any:
