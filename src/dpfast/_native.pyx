@@ -1365,6 +1365,10 @@ cdef extern from "records.h":
     void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n) nogil
     void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
                               double target, double a, double *w) nogil
+    void dpf_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n) nogil
+    void dpf_grouped_quantile(const uint64_t *s, const int64_t *start, const int64_t *groups,
+                              int64_t ngroups, int64_t top, double q, double a,
+                              const double *u1, const double *u2, int64_t *out) nogil
 
 KEPT = DPF_KEPT
 KEPT_FIRST = DPF_KEPT_FIRST
@@ -1432,3 +1436,38 @@ def quantile_weights(cnp.ndarray s not None, int64_t lo, int64_t hi, double targ
     with nogil:
         dpf_quantile_weights(p, m, lo, hi, target, a, o)
     return w
+
+
+def sort_u64(cnp.ndarray keys not None):
+    """Sort a C-contiguous uint64 array in place (LSD radix sort, GIL released)."""
+    cdef int64_t n = keys.shape[0]
+    cdef uint64_t *k = <uint64_t *>_data(keys, cnp.NPY_UINT64, n, "keys", True)
+    tmp = np.empty(n, dtype=np.uint64)
+    cdef uint64_t *p = <uint64_t *>cnp.PyArray_DATA(tmp)
+    with nogil:
+        dpf_sort_u64(k, p, n)
+    return keys
+
+
+def grouped_quantile(cnp.ndarray s not None, cnp.ndarray start not None,
+                     cnp.ndarray groups not None, int64_t top, double q, double a,
+                     cnp.ndarray u1 not None, cnp.ndarray u2 not None):
+    """One q-quantile (int64 grid index) for each group listed (int64 codes) of the sorted
+    uint64 keys (group << 32 | value), group g at s[start[g]:start[g+1]], drawn by the
+    exponential mechanism over the gaps with log-weights log(count) - a |j - q m| at the
+    uniforms u1 (which gap) and u2 (which integer in it), one per group listed."""
+    cdef int64_t ng = groups.shape[0], nstart = start.shape[0]
+    cdef const uint64_t *ps = <const uint64_t *>_data(s, cnp.NPY_UINT64, s.shape[0], "s")
+    cdef const int64_t *pst = <const int64_t *>_data(start, cnp.NPY_INT64, nstart, "start")
+    cdef const int64_t *pg = <const int64_t *>_data(groups, cnp.NPY_INT64, ng, "groups")
+    cdef const double *pu1 = <const double *>_data(u1, cnp.NPY_FLOAT64, ng, "u1")
+    cdef const double *pu2 = <const double *>_data(u2, cnp.NPY_FLOAT64, ng, "u2")
+    if ng and (np.min(groups) < 0 or np.max(groups) >= nstart - 1):
+        raise ValueError("groups must be codes in [0, len(start) - 1)")
+    if nstart and start[nstart - 1] > s.shape[0]:
+        raise ValueError("start must end within s")
+    out = np.empty(ng, dtype=np.int64)
+    cdef int64_t *po = <int64_t *>cnp.PyArray_DATA(out)
+    with nogil:
+        dpf_grouped_quantile(ps, pst, pg, ng, top, q, a, pu1, pu2, po)
+    return out

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from . import noise, records
+from . import _native, noise, records
 from . import validation as _v
 from ._release import Keys, Release
 
@@ -181,7 +181,8 @@ def _group_codes(col: Any, keys: object, func: str) -> _Keys:
 class _Spec(NamedTuple):
     name: str
     column: str | None          # None: the count
-    stat: str                   # "count", "sum", "mean", "variance", "std"
+    stat: str                   # "count", "sum", "mean", "variance", "std", "quantile"
+    q: float = 0.5              # the level of a quantile
 
 
 def _specs(aggregations: Mapping[str, object], func: str) -> list[_Spec]:
@@ -193,14 +194,32 @@ def _specs(aggregations: Mapping[str, object], func: str) -> list[_Spec]:
         if spec == "count" or spec == ("count",):
             out.append(_Spec(name, None, "count"))
             continue
-        if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str)
-                and spec[1] in STATISTICS):
-            raise ValueError(f"The {name!r} statistic of {func} must be 'count' or "
-                             "(column, statistic) with statistic one of "
-                             f"{sorted(STATISTICS)}. Got {spec!r} instead.")
-        stat = "variance" if spec[1] == "var" else str(spec[1])
-        out.append(_Spec(name, spec[0], stat))
+        rule = (f"The {name!r} statistic of {func} must be 'count' or (column, statistic) "
+                f"with statistic one of {sorted(STATISTICS) + ['median']} or a quantile "
+                f"level in [0, 1]. Got {spec!r} instead.")
+        if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str)):
+            raise ValueError(rule)
+        stat = spec[1]
+        if stat == "median":
+            out.append(_Spec(name, spec[0], "quantile", 0.5))
+        elif isinstance(stat, (float, int)) and not isinstance(stat, bool):
+            if not 0.0 <= float(stat) <= 1.0:
+                raise ValueError(rule)
+            out.append(_Spec(name, spec[0], "quantile", float(stat)))
+        elif isinstance(stat, str) and stat in STATISTICS:
+            out.append(_Spec(name, spec[0], "variance" if stat == "var" else stat))
+        else:
+            raise ValueError(rule)
     return out
+
+
+def _moment_columns(specs: list[_Spec]) -> list[str]:
+    """The value columns whose sums are measured (for a sum, mean, variance or std)."""
+    return sorted({s.column for s in specs if s.column is not None and s.stat in STATISTICS})
+
+
+def _second_moment(specs: list[_Spec], column: str) -> bool:
+    return any(s.column == column and s.stat in ("variance", "std") for s in specs)
 
 
 class GroupBy:
@@ -248,15 +267,25 @@ class GroupBy:
                       for c in columns}
         l0, linf = float(self.max_groups), float(self.max_rows)
         l2f = math.sqrt(l0) * linf
-        parts = [records.Part("count", l0 * linf, l2f, True)]
-        for c in columns:
+        parts = []
+        moments = _moment_columns(specs)
+        if moments or any(s.stat == "count" for s in specs):
+            parts.append(records.Part("count", l0 * linf, l2f, True))
+        for c in moments:
             lo, hi = col_bounds[c]
             half = (hi - lo) / 2.0
             parts.append(records.Part(f"centred sum of {c}", l0 * linf * half, l2f * half,
                                       False))
-            if any(s.column == c and STATISTICS[s.stat] == 2 for s in specs):
+            if _second_moment(specs, c):
                 parts.append(records.Part(f"centred sum of squares of {c}",
                                           l0 * linf * half * half, l2f * half * half, False))
+        for s in specs:
+            if s.stat == "quantile":
+                # A person's rows move the rank utility of each of their <= max_groups keys
+                # by max_rows max(q, 1 - q) at most.
+                reach = l0 * linf * max(s.q, 1.0 - s.q)
+                parts.append(records.Part(f"{s.q:g} quantile of {s.column}", reach, reach,
+                                          False, kind="selection"))
         private = self.keys is None
         share = 0.0
         if private:
@@ -373,7 +402,7 @@ class GroupBy:
             flags = records.bound(stream, threads, person, code, self.max_groups,
                                   self.max_rows)
         stats = key_statistics(code, flags, values, keys.values.size,
-                               grids(gp, specs, self.rows))
+                               grids(gp, specs, self.rows), quantile_bounds(gp, specs))
         return finish(stream, threads, gp, specs, self, keys.values, keys.public, stats)
 
 
@@ -392,14 +421,15 @@ class Grid(NamedTuple):
 
 
 def grids(gp: _GroupPlan, specs: list[_Spec], rows: int) -> dict[str, Grid]:
-    """Each value column's grids, from the plan's noise and the table's length."""
+    """Each summed value column's grids, from the plan's noise and the table's length."""
     out = {}
-    measures = iter(gp.plan.measures[1:])
-    for c, (lo, hi) in gp.bounds.items():
+    measures = iter(gp.plan.noisy()[1:])
+    for c in _moment_columns(specs):
+        lo, hi = gp.bounds[c]
         half = (hi - lo) / 2.0
         g1 = records.value_grid(next(measures), half, rows)
         g2 = None
-        if any(s.column == c and STATISTICS[s.stat] == 2 for s in specs):
+        if _second_moment(specs, c):
             g2 = records.value_grid(next(measures), half * half, rows)
         out[c] = Grid(lo, hi, g1, g2)
     return out
@@ -413,17 +443,29 @@ class KeyStatistics(NamedTuple):
     rows: NDArray[np.int64]
     people: NDArray[np.int64]
     sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]]
+    #: per quantile column, ``key << 32 | k`` for each row kept, ``k`` the value's point on
+    #: the column's quantile grid (:func:`dpfast.records.quantile_grid`), in any order
+    #: (pieces concatenate).
+    points: dict[str, NDArray[np.uint64]]
 
 
 def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
                    values: dict[str, NDArray[np.float64]], nkeys: int,
-                   col_grids: dict[str, Grid]) -> KeyStatistics:
+                   col_grids: dict[str, Grid],
+                   quantile_bounds: dict[str, tuple[float, float]]) -> KeyStatistics:
     """:class:`KeyStatistics` of rows with key codes ``code`` (in [0, nkeys)) and bounding
-    flags ``flags``."""
+    flags ``flags``: sums for the columns of ``col_grids``, grid points for the columns of
+    ``quantile_bounds``."""
     kept = flags != 0
     kcode = code[kept]
     rows = np.bincount(kcode, minlength=nkeys).astype(np.int64)
     people = np.bincount(code[flags == KEPT_PAIR], minlength=nkeys).astype(np.int64)
+    points = {}
+    for c, (lo, hi) in quantile_bounds.items():
+        g, top = records.quantile_grid(lo, hi)
+        k = np.floor((np.clip(values[c][kept], lo, hi) - lo) / g)
+        np.clip(k, 0, top, out=k)
+        points[c] = (kcode.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
     sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
     for c, grid in col_grids.items():
         x = np.clip(values[c][kept], grid.lo, grid.hi)
@@ -435,7 +477,13 @@ def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
             sq = records.units((x - mid) ** 2, 0.0, half * half, grid.g2)
             s2 = np.bincount(kcode, weights=sq, minlength=nkeys).astype(np.float64)
         sums[c] = (s1, s2)
-    return KeyStatistics(rows, people, sums)
+    return KeyStatistics(rows, people, sums, points)
+
+
+def quantile_bounds(gp: _GroupPlan, specs: list[_Spec]) -> dict[str, tuple[float, float]]:
+    """The bounds of each column with a quantile to release."""
+    return {s.column: gp.bounds[s.column] for s in specs
+            if s.stat == "quantile" and s.column is not None}
 
 
 def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group: GroupBy,
@@ -446,9 +494,11 @@ def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group
     released; the statistics are post-processing of these."""
     released = np.arange(key_values.size) if public else \
         _select(stream, threads, stats.people, gp, group.max_groups)
-    measures = iter(gp.plan.measures)
-    n = np.maximum(records.noisy_count(next(measures), stream.next(),
-                                       stats.rows[released]), 0)
+    measures = iter(gp.plan.noisy())
+    n = np.zeros(released.size, dtype=np.int64)
+    if gp.plan.parts and gp.plan.parts[0].name == "count":
+        n = np.maximum(records.noisy_count(next(measures), stream.next(),
+                                           stats.rows[released]), 0)
     col_grids = grids(gp, specs, group.rows)
     sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
     for c, (s1, s2) in stats.sums.items():
@@ -459,8 +509,44 @@ def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group
             noisy_s2 = records.noisy_sum(next(measures), stream.next(), s2[released],
                                          col_grids[c].g2)  # type: ignore[arg-type]
         sums[c] = (noisy_s1, noisy_s2)
-    out = {s.name: _statistic(s, n, sums, gp.bounds) for s in specs}
+    picks = _quantiles(stream, threads, gp, specs, group, stats, released)
+    out = {s.name: picks[s.name] if s.stat == "quantile" else
+           _statistic(s, n, sums, gp.bounds) for s in specs}
     return _frame(group.by, key_values[released], out, group.privacy_unit, gp)
+
+
+def _quantiles(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec],
+               group: GroupBy, stats: KeyStatistics,
+               released: NDArray[np.int64]) -> dict[str, NDArray[np.float64]]:
+    """Each quantile statistic of the released keys: per key, the exponential mechanism over
+    the gaps of the key's sorted grid points (:func:`dpfast.records.quantiles`' mechanism),
+    at ``epsilon / max_groups`` per key (a person's rows reach at most ``max_groups`` keys)
+    with the rank utility's sensitivity ``max_rows max(q, 1 - q)``; two uniforms per key
+    under the stream's next two keys (which gap, which point in it)."""
+    out: dict[str, NDArray[np.float64]] = {}
+    epsilons = iter(gp.plan.selections())
+    ordered: dict[str, tuple[NDArray[np.uint64], NDArray[np.int64]]] = {}
+    for s in specs:
+        if s.stat != "quantile" or s.column is None:
+            continue
+        eps = next(epsilons)
+        if s.column not in ordered:
+            pts = _native.sort_u64(np.array(stats.points[s.column], dtype=np.uint64))
+            start = np.zeros(stats.rows.size + 1, dtype=np.int64)
+            np.cumsum(stats.rows, out=start[1:])
+            ordered[s.column] = (pts, start)
+        pts, start = ordered[s.column]
+        lo, hi = gp.bounds[s.column]
+        g, top = records.quantile_grid(lo, hi)
+        a = eps / group.max_groups / (2.0 * group.max_rows * max(s.q, 1.0 - s.q))
+        u1 = np.empty(released.size, dtype=np.float64)
+        u2 = np.empty(released.size, dtype=np.float64)
+        noise.uniforms(stream.next(), threads, u1)
+        noise.uniforms(stream.next(), threads, u2)
+        k = _native.grouped_quantile(pts, start, np.ascontiguousarray(released, np.int64),
+                                     top, s.q, a, u1, u2)
+        out[s.name] = np.minimum(lo + k * g, hi)
+    return out
 
 
 def _select(stream: Keys, threads: int, people: NDArray[np.int64], gp: _GroupPlan,

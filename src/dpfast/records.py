@@ -172,23 +172,43 @@ class Part(NamedTuple):
     l2: float
     integer: bool
     weight: float = 1.0
+    #: "noise" (a noisy measurement) or "selection" (an exponential-mechanism draw, paid
+    #: in pure epsilon: its share, or sqrt(8 rho) of a rho share, its zCDP cost being
+    #: epsilon**2 / 8).
+    kind: str = "noise"
 
 
 class Plan(NamedTuple):
     """A statistic's measurements and the whole cost: ``measures[i]`` is the noise of
-    ``parts[i]``; (``epsilon``, ``delta``) and ``rho`` are charged once for all of them."""
+    ``parts[i]`` (the epsilon of its exponential mechanism, for a selection part);
+    (``epsilon``, ``delta``) and ``rho`` are charged once for all of them."""
 
     parts: tuple[Part, ...]
-    measures: tuple[noise.Measure, ...]
+    measures: tuple[noise.Measure | float, ...]
     epsilon: float | None
     delta: float
     rho: float | None
 
+    def noisy(self) -> list[noise.Measure]:
+        """The measures of the noise parts, in order."""
+        return [m for m in self.measures if isinstance(m, noise.Measure)]
+
+    def selections(self) -> list[float]:
+        """The epsilons of the selection parts, in order."""
+        return [m for m in self.measures if not isinstance(m, noise.Measure)]
+
     def describe(self) -> list[dict[str, object]]:
         """What each measurement costs and its noise's standard deviation."""
-        return [{"measurement": p.name, "noise": type(m.noise).__name__.lower(),
-                 "epsilon": m.epsilon, "rho": m.rho, "std": math.sqrt(m.noise.variance)}
-                for p, m in zip(self.parts, self.measures)]
+        rows: list[dict[str, object]] = []
+        for p, m in zip(self.parts, self.measures):
+            if isinstance(m, noise.Measure):
+                rows.append({"measurement": p.name, "noise": type(m.noise).__name__.lower(),
+                             "epsilon": m.epsilon, "rho": m.rho,
+                             "std": math.sqrt(m.noise.variance)})
+            else:
+                rows.append({"measurement": p.name, "noise": "exponential mechanism",
+                             "epsilon": m, "rho": m * m / 8.0})
+        return rows
 
 
 def _down(x: float) -> float:
@@ -196,25 +216,25 @@ def _down(x: float) -> float:
 
 
 def split(func: str, noise_name: object, epsilon: object, delta: object, rho: object,
-          parts: Sequence[Part], accountant: AccountantLike | None = None,
-          reserve: float = 0.0) -> Plan:
+          parts: Sequence[Part], accountant: AccountantLike | None = None) -> Plan:
     """The noise of each part and the whole cost, from the release's privacy keywords.
 
     Laplace noise splits epsilon between the parts in proportion to their weights; Gaussian
     noise splits rho (given, or the largest rho whose tight conversion fits (epsilon, delta),
-    which is what is charged then). ``reserve`` is a share of the budget kept out of the
-    parts (for a key selection charged by the caller within the same release)."""
+    which is what is charged then). A selection part gets an epsilon: its share of epsilon,
+    or ``sqrt(8 r)`` of its share ``r`` of rho."""
     # The keywords checked once, with the noise layer's own messages.
     whole = noise.measure(func, noise_name, epsilon, delta, rho, l1=1.0, l2=1.0,
                           integer=True, zcdp_accountant=composes_in_zcdp(
                               resolve_accountant(accountant, func)))
-    total = _builtin_sum(p.weight for p in parts) / (1.0 - reserve)
-    measures = []
+    total = _builtin_sum(p.weight for p in parts)
+    measures: list[noise.Measure | float] = []
     if noise_name == "laplace":
         assert whole.epsilon is not None
         for p in parts:
             eps = _down(whole.epsilon * p.weight / total)
-            measures.append(noise.measure(func, "laplace", eps, None, None, l1=p.l1,
+            measures.append(eps if p.kind == "selection" else
+                            noise.measure(func, "laplace", eps, None, None, l1=p.l1,
                                           l2=p.l2, integer=p.integer))
         return Plan(tuple(parts), tuple(measures), whole.epsilon, 0.0, None)
     if whole.epsilon is None:                    # rho alone
@@ -224,7 +244,8 @@ def split(func: str, noise_name: object, epsilon: object, delta: object, rho: ob
         budget_rho = _down(zcdp.rho_from_epsilon_delta(whole.epsilon, whole.delta))
     for p in parts:
         r = _down(budget_rho * p.weight / total)
-        measures.append(noise.measure(func, "gaussian", None, None, r, l1=p.l1, l2=p.l2,
+        measures.append(_down(math.sqrt(8.0 * r)) if p.kind == "selection" else
+                        noise.measure(func, "gaussian", None, None, r, l1=p.l1, l2=p.l2,
                                       integer=p.integer))
     return Plan(tuple(parts), tuple(measures), whole.epsilon, whole.delta, budget_rho)
 
@@ -342,15 +363,15 @@ def _moments(func: str, values: object, bounds: object, privacy_unit: object,
     keys = rel.charge_keys()
     x = _kept(col, keys, rel.threads)
     mid = (col.lo + col.hi) / 2.0
-    out = [float(noisy_count(plan.measures[0], keys.next(),
+    out = [float(noisy_count(plan.noisy()[0], keys.next(),
                              np.array([x.size], dtype=np.int64))[0])]
-    g = value_grid(plan.measures[1], half, col.x.size)
-    out.append(float(noisy_sum(plan.measures[1], keys.next(),
+    g = value_grid(plan.noisy()[1], half, col.x.size)
+    out.append(float(noisy_sum(plan.noisy()[1], keys.next(),
                                np.array([units(x, mid, half, g).sum()]), g)[0]))
     if order == 2:
-        g2 = value_grid(plan.measures[2], half * half, col.x.size)
+        g2 = value_grid(plan.noisy()[2], half * half, col.x.size)
         sq = units((x - mid) ** 2, 0.0, half * half, g2)
-        out.append(float(noisy_sum(plan.measures[2], keys.next(), np.array([sq.sum()]),
+        out.append(float(noisy_sum(plan.noisy()[2], keys.next(), np.array([sq.sum()]),
                                    g2)[0]))
     return col, np.array(out)
 
@@ -393,9 +414,9 @@ def sum(values: object, *, bounds: object, epsilon: object = None, delta: object
                   rho=plan.rho)
     keys = rel.charge_keys()
     x = _kept(col, keys, rel.threads)
-    g = value_grid(plan.measures[0], reach, col.x.size)
+    g = value_grid(plan.noisy()[0], reach, col.x.size)
     total = units(x, 0.0, reach, g).sum()
-    return float(noisy_sum(plan.measures[0], keys.next(), np.array([total]), g)[0])
+    return float(noisy_sum(plan.noisy()[0], keys.next(), np.array([total]), g)[0])
 
 
 def mean(values: object, *, bounds: object, epsilon: object = None, delta: object = None,

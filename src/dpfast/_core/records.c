@@ -289,3 +289,79 @@ int64_t dpf_quantile_pick(const uint32_t *s, int64_t m, int64_t lo, int64_t j, i
     (void)m;
     return (j == 0 ? lo : (int64_t)s[j - 1] + 1) + off;
 }
+
+void dpf_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n)
+{
+    uint64_t *src = keys, *dst = tmp;
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (int64_t i = 0; i < n; i++) {
+        all_or |= keys[i];
+        all_and &= keys[i];
+    }
+    for (int shift = 0; shift < 64; shift += 11) {
+        const uint64_t digit_mask = (uint64_t)0x7ff << shift;
+        if (((all_or ^ all_and) & digit_mask) == 0)
+            continue;                               /* every key has this digit: no pass */
+        int64_t count[2049] = {0};
+        for (int64_t i = 0; i < n; i++)
+            count[((src[i] >> shift) & 0x7ff) + 1]++;
+        for (int d = 0; d < 2048; d++)
+            count[d + 1] += count[d];
+        for (int64_t i = 0; i < n; i++)
+            dst[count[(src[i] >> shift) & 0x7ff]++] = src[i];
+        uint64_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != keys)
+        memcpy(keys, src, (size_t)n * sizeof(uint64_t));
+}
+
+/* The log-weight of gap j of the sorted values v[0..m) (low 32 bits of s[j]) over lo..hi. */
+static inline double gap_weight(const uint64_t *s, int64_t m, int64_t lo, int64_t hi,
+                                int64_t j, double target, double a, int64_t *count)
+{
+    int64_t below = j == 0 ? lo - 1 : (int64_t)(uint32_t)s[j - 1];
+    int64_t top = j == m ? hi : (int64_t)(uint32_t)s[j];
+    *count = top - below;
+    return *count > 0 ? log((double)*count) - a * fabs((double)j - target) : -INFINITY;
+}
+
+void dpf_grouped_quantile(const uint64_t *s, const int64_t *start, const int64_t *groups,
+                          int64_t ngroups, int64_t top, double q, double a,
+                          const double *u1, const double *u2, int64_t *out)
+{
+    for (int64_t k = 0; k < ngroups; k++) {
+        const uint64_t *v = s + start[groups[k]];
+        const int64_t m = start[groups[k] + 1] - start[groups[k]];
+        const double target = q * (double)m;
+        int64_t c;
+        double wmax = -INFINITY;
+        for (int64_t j = 0; j <= m; j++) {
+            double w = gap_weight(v, m, 0, top, j, target, a, &c);
+            if (w > wmax)
+                wmax = w;
+        }
+        double total = 0.0;
+        for (int64_t j = 0; j <= m; j++)
+            total += exp(gap_weight(v, m, 0, top, j, target, a, &c) - wmax);
+        /* Inverse CDF: the first gap whose running sum passes u1 * total (the last gap
+         * with weight if rounding leaves the target unreached). */
+        const double goal = u1[k] * total;
+        double run = 0.0;
+        int64_t chosen = -1;
+        for (int64_t j = 0; j <= m; j++) {
+            double w = exp(gap_weight(v, m, 0, top, j, target, a, &c) - wmax);
+            if (w > 0.0)
+                chosen = j;
+            run += w;
+            if (w > 0.0 && run > goal)
+                break;
+        }
+        gap_weight(v, m, 0, top, chosen, target, a, &c);
+        int64_t off = (int64_t)(u2[k] * (double)c);
+        if (off >= c)
+            off = c - 1;
+        out[k] = (chosen == 0 ? 0 : (int64_t)(uint32_t)v[chosen - 1] + 1) + off;
+    }
+}

@@ -40,6 +40,18 @@ void dpf_bound_chunk(void *task, int64_t chunk, int slot);
 /* Sort n uint32 keys in place (LSD radix, 11-bit digits; tmp has room for n keys). */
 void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n);
 
+/* Sort n uint64 keys in place (LSD radix, 11-bit digits, digits all keys share skipped). */
+void dpf_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n);
+
+/* One q-quantile per group by the exponential mechanism over the gaps of each group's sorted
+ * values: s holds (group << 32 | value) sorted, group g's values at s[start[g]..start[g+1]),
+ * values on the integers 0..top; for each of the groups listed, the gap is drawn by inverse
+ * CDF at the uniform u1[k] over the weights exp(log(count) - a |j - q m|), and the integer
+ * within it at u2[k]. */
+void dpf_grouped_quantile(const uint64_t *s, const int64_t *start, const int64_t *groups,
+                          int64_t ngroups, int64_t top, double q, double a,
+                          const double *u1, const double *u2, int64_t *out);
+
 /* Log-weights of the exponential mechanism over the integers lo..hi for a quantile of the
  * sorted keys s[0..m) (all within [lo, hi]): w[j], j = 0..m, for the integers y with j keys
  * below y: log(their count) - a * |j - target| (-inf when there are none). */
