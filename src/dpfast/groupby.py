@@ -76,6 +76,56 @@ def selection_threshold(epsilon: float, delta: float, probability: float = 0.5) 
     return int(np.searchsorted(pi, probability, side="left"))
 
 
+#: Key selection rules: "optimal" (Desfontaines et al.), "gaussian" (weighted Gaussian
+#: thresholding), "auto" (the first for max_groups = 1, the second above: measured on the
+#: benchmark's keys, the weighted Gaussian keeps more keys as soon as a person may touch
+#: two, and fewer at one).
+RULES = ("auto", "optimal", "gaussian")
+
+#: Weights of the weighted Gaussian rule are whole multiples of 2**-WEIGHT_BITS (rounded
+#: down, so a person's weights still have l2 norm at most 1), so their sums are exact.
+WEIGHT_BITS = 30
+
+
+class GaussianSelection(NamedTuple):
+    """The weighted Gaussian rule (Gopi et al. 2020; Swanberg, Desfontaines and Haney 2023):
+    each person spreads weight ``1/sqrt(k)`` over the ``k`` keys they kept (l2 norm 1), a
+    key is released if its weight plus Gaussian noise (``measure``: sigma for l2 1 at
+    (epsilon, delta_gauss), rounding of the weights to its grid included) exceeds ``tau =
+    max over t <= max_groups of 1/sqrt(t) + g + sigma z(delta_threshold / t)``: a key only
+    one person has is then released with probability at most delta_threshold in all."""
+
+    measure: noise.Measure
+    tau: float
+
+
+def gaussian_selection(epsilon: float, delta: float, max_groups: int,
+                       func: str) -> GaussianSelection:
+    """The weighted Gaussian rule at (epsilon, delta), delta split between the noise and the
+    threshold where the threshold is lowest (a public choice: no data is read)."""
+    from statistics import NormalDist
+    z = NormalDist()
+    best: GaussianSelection | None = None
+    for share in np.linspace(0.05, 0.95, 19):
+        m = noise.measure(func, "gaussian", epsilon, delta * share, None, l1=1.0, l2=1.0,
+                          integer=False, cells=max_groups)
+        sigma, g = m.noise.sigma, m.noise.g          # type: ignore[union-attr]
+        dt = delta * (1.0 - share)
+        tau = max(1.0 / math.sqrt(t) + g - sigma * z.inv_cdf(dt / t)
+                  for t in range(1, max_groups + 1))
+        if best is None or tau < best.tau:
+            best = GaussianSelection(m, tau)
+    assert best is not None
+    return best
+
+
+def pair_weights(person_of_pair: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The weighted Gaussian rule's weight of each (person, key) pair kept, in units of
+    ``2**-WEIGHT_BITS``: ``floor(2**WEIGHT_BITS / sqrt(k))``, ``k`` the pairs of its person."""
+    _, inverse, counts = np.unique(person_of_pair, return_inverse=True, return_counts=True)
+    return np.floor(2.0**WEIGHT_BITS / np.sqrt(counts[inverse])).astype(np.int64)
+
+
 # -- columns --------------------------------------------------------------------------------
 
 def _column(data: object, name: object, param: str, func: str) -> Any:
@@ -165,6 +215,10 @@ def _group_codes(col: Any, keys: object, func: str) -> _Keys:
         values = values[order]
         code = pd.Index(values).get_indexer(arr)
         return _Keys(np.ascontiguousarray(code, dtype=np.int64), values, True)
+    if arr.dtype.kind in "iu" and arr.size:
+        dense = _dense_int_codes(arr)
+        if dense is not None:
+            return dense
     codes, uniques = pd.factorize(arr, use_na_sentinel=True)
     uniques = np.asarray(uniques)
     try:
@@ -174,6 +228,20 @@ def _group_codes(col: Any, keys: object, func: str) -> _Keys:
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
     return _Keys(rank[codes], uniques[order], False)
+
+
+def _dense_int_codes(arr: NDArray[Any]) -> _Keys | None:
+    """Integer keys within a range of at most a few times the rows: each key's place among
+    the sorted keys by a table over the range (no hashing, no sort), or None."""
+    lo, hi = _v.value_range(arr)
+    span = int(hi) - int(lo) + 1
+    if span > max(4 * arr.size, 1 << 16):
+        return None
+    offset = arr - arr.dtype.type(lo) if arr.dtype.kind == "u" else arr - lo
+    present = np.bincount(offset, minlength=span) > 0
+    rank = np.cumsum(present) - 1
+    values = (np.flatnonzero(present) + int(lo)).astype(arr.dtype)
+    return _Keys(rank[offset].astype(np.int64), values, False)
 
 
 # -- the release ----------------------------------------------------------------------------
@@ -255,7 +323,7 @@ class GroupBy:
 
     def _plan(self, func: str, specs: list[_Spec], bounds: object, noise_name: object,
               epsilon: object, delta: object, rho: object, selection: object,
-              accountant: AccountantLike | None) -> _GroupPlan:
+              accountant: AccountantLike | None, rule: object = "auto") -> _GroupPlan:
         columns = sorted({s.column for s in specs if s.column is not None})
         if columns and not isinstance(bounds, Mapping):
             raise TypeError(f"The 'bounds' parameter of {func} must be a dict of public "
@@ -307,39 +375,56 @@ class GroupBy:
             rest_delta = None if noise_name == "laplace" else d - sel_delta
             plan = records.split(func, noise_name, rest_eps, rest_delta, None, parts,
                                  accountant)
-            return _GroupPlan(plan, col_bounds, sel_eps, sel_delta, e, d)
+            if rule not in RULES:
+                raise ValueError(f"The 'selection_rule' parameter of {func} must be one of "
+                                 f"{RULES}. Got {rule!r} instead.")
+            chosen = ("optimal" if self.max_groups == 1 else "gaussian") if rule == "auto" \
+                else str(rule)
+            gauss = gaussian_selection(sel_eps, sel_delta, self.max_groups, func) \
+                if chosen == "gaussian" else None
+            return _GroupPlan(plan, col_bounds, sel_eps, sel_delta, e, d, chosen, gauss)
         plan = records.split(func, noise_name, epsilon, delta, rho, parts, accountant)
         return _GroupPlan(plan, col_bounds, 0.0, 0.0, plan.epsilon, plan.delta)
 
     def plan(self, *, epsilon: object = None, delta: object = None, rho: object = None,
              noise: object = "laplace", bounds: object = None, selection: object = None,
-             accountant: AccountantLike | None = None, **aggregations: object) -> Any:
+             selection_rule: object = "auto", accountant: AccountantLike | None = None,
+             **aggregations: object) -> Any:
         """What :meth:`agg` with these arguments would measure, what each measurement costs
         and the standard deviation of its noise, and (private keys) the number of people at
         which a key is released with probability 1/2 and 0.99 -- nothing charged or drawn.
         Returns a pandas DataFrame (a list of dicts without pandas)."""
         func = "GroupBy.plan"
         gp = self._plan(func, _specs(aggregations, func), bounds, noise, epsilon, delta, rho,
-                        selection, accountant)
+                        selection, accountant, selection_rule)
         rows = gp.plan.describe()
         if self.keys is None:
-            per_eps = gp.selection_epsilon / self.max_groups
-            per_delta = gp.selection_delta / self.max_groups
-            rows.insert(0, {"measurement": "key selection", "noise": "threshold",
+            rows.insert(0, {"measurement": f"key selection ({gp.rule} rule)",
+                            "noise": "threshold" if gp.gaussian is None else "gaussian",
                             "epsilon": gp.selection_epsilon, "delta": gp.selection_delta,
-                            "people for p=0.5": selection_threshold(per_eps, per_delta, 0.5),
-                            "people for p=0.99": selection_threshold(per_eps, per_delta,
-                                                                     0.99)})
+                            "people for p=0.5": self._people_for(gp, 0.5),
+                            "people for p=0.99": self._people_for(gp, 0.99)})
         try:
             import pandas as pd
         except ImportError:                                     # pragma: no cover
             return rows
         return pd.DataFrame(rows)
 
+    def _people_for(self, gp: _GroupPlan, probability: float) -> int:
+        """The least number of people (each keeping one key) at which a key is released with
+        at least ``probability``."""
+        if gp.gaussian is None:
+            return selection_threshold(gp.selection_epsilon / self.max_groups,
+                                       gp.selection_delta / self.max_groups, probability)
+        from statistics import NormalDist
+        sigma = gp.gaussian.measure.noise.sigma                 # type: ignore[union-attr]
+        return math.ceil(gp.gaussian.tau + sigma * NormalDist().inv_cdf(probability))
+
     def agg(self, *, epsilon: object = None, delta: object = None, rho: object = None,
             noise: object = "laplace", bounds: object = None, selection: object = None,
-            accountant: AccountantLike | None = None, rng: RngLike = None,
-            threads: int | None = None, **aggregations: object) -> Any:
+            selection_rule: object = "auto", accountant: AccountantLike | None = None,
+            rng: RngLike = None, threads: int | None = None,
+            **aggregations: object) -> Any:
         """Release the named statistics per group under one budget.
 
         Parameters
@@ -370,7 +455,7 @@ class GroupBy:
         func = "GroupBy.agg"
         specs = _specs(aggregations, func)
         gp = self._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
-                        accountant)
+                        accountant, selection_rule)
         keys = _group_codes(_column(self.data, self.by, "by", func), self.keys, func)
         values = {c: records.check_values(_column(self.data, c, f"aggregations[{c!r}]", func),
                                           func, c)
@@ -401,8 +486,11 @@ class GroupBy:
         else:
             flags = records.bound(stream, threads, person, code, self.max_groups,
                                   self.max_rows)
+        weighted = gp.gaussian is not None and not keys.public
         stats = key_statistics(code, flags, values, keys.values.size,
-                               grids(gp, specs, self.rows), quantile_bounds(gp, specs))
+                               grids(gp, specs, self.rows), quantile_bounds(gp, specs),
+                               (person if person is not None else np.arange(code.size))
+                               if weighted else None)
         return finish(stream, threads, gp, specs, self, keys.values, keys.public, stats)
 
 
@@ -447,19 +535,29 @@ class KeyStatistics(NamedTuple):
     #: the column's quantile grid (:func:`dpfast.records.quantile_grid`), in any order
     #: (pieces concatenate).
     points: dict[str, NDArray[np.uint64]]
+    #: the weighted Gaussian rule's weight of each key (units of 2**-WEIGHT_BITS; None when
+    #: the rule is not used)
+    weights: NDArray[np.int64] | None = None
 
 
 def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
                    values: dict[str, NDArray[np.float64]], nkeys: int,
                    col_grids: dict[str, Grid],
-                   quantile_bounds: dict[str, tuple[float, float]]) -> KeyStatistics:
+                   quantile_bounds: dict[str, tuple[float, float]],
+                   person: NDArray[np.int64] | None = None) -> KeyStatistics:
     """:class:`KeyStatistics` of rows with key codes ``code`` (in [0, nkeys)) and bounding
     flags ``flags``: sums for the columns of ``col_grids``, grid points for the columns of
-    ``quantile_bounds``."""
+    ``quantile_bounds``, and (``person`` given: the rows' people) the weighted Gaussian
+    rule's weights."""
     kept = flags != 0
     kcode = code[kept]
     rows = np.bincount(kcode, minlength=nkeys).astype(np.int64)
-    people = np.bincount(code[flags == KEPT_PAIR], minlength=nkeys).astype(np.int64)
+    pairs = flags == KEPT_PAIR
+    people = np.bincount(code[pairs], minlength=nkeys).astype(np.int64)
+    weights = None
+    if person is not None:
+        weights = np.bincount(code[pairs], weights=pair_weights(person[pairs]),
+                              minlength=nkeys).astype(np.int64)
     points = {}
     for c, (lo, hi) in quantile_bounds.items():
         g, top = records.quantile_grid(lo, hi)
@@ -477,7 +575,7 @@ def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
             sq = records.units((x - mid) ** 2, 0.0, half * half, grid.g2)
             s2 = np.bincount(kcode, weights=sq, minlength=nkeys).astype(np.float64)
         sums[c] = (s1, s2)
-    return KeyStatistics(rows, people, sums, points)
+    return KeyStatistics(rows, people, sums, points, weights)
 
 
 def quantile_bounds(gp: _GroupPlan, specs: list[_Spec]) -> dict[str, tuple[float, float]]:
@@ -493,7 +591,7 @@ def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group
     keys, each under the stream's next key, addressed by the key's place among the keys
     released; the statistics are post-processing of these."""
     released = np.arange(key_values.size) if public else \
-        _select(stream, threads, stats.people, gp, group.max_groups)
+        _select(stream, threads, stats, gp, group.max_groups)
     measures = iter(gp.plan.noisy())
     n = np.zeros(released.size, dtype=np.int64)
     if gp.plan.parts and gp.plan.parts[0].name == "count":
@@ -549,10 +647,18 @@ def _quantiles(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec],
     return out
 
 
-def _select(stream: Keys, threads: int, people: NDArray[np.int64], gp: _GroupPlan,
+def _select(stream: Keys, threads: int, stats: KeyStatistics, gp: _GroupPlan,
             max_groups: int) -> NDArray[np.int64]:
-    """The keys released: each key with ``n > 0`` people, with probability ``pi[n]`` (one
-    full-precision uniform per key, addressed by its place among the keys)."""
+    """The keys released. Optimal rule: each key with ``n > 0`` people, with probability
+    ``pi[n]`` (one full-precision uniform per key, addressed by its place among the keys).
+    Weighted Gaussian rule: each key with people whose weight plus the rule's noise
+    (cell-addressed likewise) exceeds its threshold."""
+    people = stats.people
+    if gp.gaussian is not None:
+        assert stats.weights is not None
+        noisy = stats.weights.astype(np.float64) * 2.0**-WEIGHT_BITS
+        gp.gaussian.measure.noise.fill(stream.next(), threads, noisy, noisy)
+        return np.flatnonzero((people > 0) & (noisy > gp.gaussian.tau))
     pi = selection_probabilities(gp.selection_epsilon / max_groups,
                                  gp.selection_delta / max_groups)
     p = np.where(people < pi.size, pi[np.minimum(people, pi.size - 1)], 1.0)
@@ -569,6 +675,8 @@ class _GroupPlan(NamedTuple):
     selection_delta: float
     epsilon: float | None
     delta: float
+    rule: str = "optimal"                    # the key selection's rule (private keys)
+    gaussian: GaussianSelection | None = None
 
 
 def _statistic(s: _Spec, n: NDArray[np.int64],
