@@ -540,6 +540,11 @@ class KeyStatistics(NamedTuple):
     weights: NDArray[np.int64] | None = None
 
 
+#: Rows whose statistics are computed at a time (partial statistics add up exactly): the
+#: temporaries of a large table stay a block's.
+STATISTICS_BLOCK = 1 << 24
+
+
 def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
                    values: dict[str, NDArray[np.float64]], nkeys: int,
                    col_grids: dict[str, Grid],
@@ -548,16 +553,38 @@ def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
     """:class:`KeyStatistics` of rows with key codes ``code`` (in [0, nkeys)) and bounding
     flags ``flags``: sums for the columns of ``col_grids``, grid points for the columns of
     ``quantile_bounds``, and (``person`` given: the rows' people) the weighted Gaussian
-    rule's weights."""
+    rule's weights. Computed :data:`STATISTICS_BLOCK` rows at a time."""
+    weights = None
+    if person is not None:
+        pairs = np.flatnonzero(flags == KEPT_PAIR)
+        weights = _exact_bincount(code[pairs], pair_weights(person[pairs]), nkeys)
+    total: KeyStatistics | None = None
+    for a in range(0, max(code.size, 1), STATISTICS_BLOCK):
+        b = min(a + STATISTICS_BLOCK, code.size)
+        part = _block_statistics(code[a:b], flags[a:b], {c: v[a:b] for c, v in values.items()},
+                                 nkeys, col_grids, quantile_bounds)
+        total = part if total is None else add_statistics(total, part)
+    assert total is not None
+    return total._replace(weights=weights)
+
+
+def _exact_bincount(code: NDArray[np.int64], units: NDArray[np.int64],
+                    nkeys: int) -> NDArray[np.int64]:
+    """Sums of non-negative int64 ``units`` (< 2**31) per code, exact in int64: the high
+    and low 16 bits summed apart (each sum exact in float64 below 2**37 terms)."""
+    high = np.bincount(code, weights=units >> 16, minlength=nkeys).astype(np.int64)
+    low = np.bincount(code, weights=units & 0xFFFF, minlength=nkeys).astype(np.int64)
+    return (high << 16) + low
+
+
+def _block_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
+                      values: dict[str, NDArray[np.float64]], nkeys: int,
+                      col_grids: dict[str, Grid],
+                      quantile_bounds: dict[str, tuple[float, float]]) -> KeyStatistics:
     kept = flags != 0
     kcode = code[kept]
     rows = np.bincount(kcode, minlength=nkeys).astype(np.int64)
-    pairs = flags == KEPT_PAIR
-    people = np.bincount(code[pairs], minlength=nkeys).astype(np.int64)
-    weights = None
-    if person is not None:
-        weights = np.bincount(code[pairs], weights=pair_weights(person[pairs]),
-                              minlength=nkeys).astype(np.int64)
+    people = np.bincount(code[flags == KEPT_PAIR], minlength=nkeys).astype(np.int64)
     points = {}
     for c, (lo, hi) in quantile_bounds.items():
         g, top = records.quantile_grid(lo, hi)
@@ -575,7 +602,19 @@ def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
             sq = records.units((x - mid) ** 2, 0.0, half * half, grid.g2)
             s2 = np.bincount(kcode, weights=sq, minlength=nkeys).astype(np.float64)
         sums[c] = (s1, s2)
-    return KeyStatistics(rows, people, sums, points, weights)
+    return KeyStatistics(rows, people, sums, points)
+
+
+def add_statistics(a: KeyStatistics, b: KeyStatistics) -> KeyStatistics:
+    """The statistics of two disjoint sets of rows together (exact: sums of integers in
+    float64 below 2**53, grid points concatenated)."""
+    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
+    for c, (s1, s2) in a.sums.items():
+        t1, t2 = b.sums[c]
+        sums[c] = (s1 + t1, None if s2 is None or t2 is None else s2 + t2)
+    points = {c: np.concatenate((p, b.points[c])) for c, p in a.points.items()}
+    weights = None if a.weights is None or b.weights is None else a.weights + b.weights
+    return KeyStatistics(a.rows + b.rows, a.people + b.people, sums, points, weights)
 
 
 def quantile_bounds(gp: _GroupPlan, specs: list[_Spec]) -> dict[str, tuple[float, float]]:

@@ -258,19 +258,65 @@ def _uniforms(key: _native.Key, threads: int, n: int) -> NDArray[np.float64]:
     return out
 
 
+#: Rows bounded in one call of the kernel (its scratch is 40 bytes a row); a larger table is
+#: bounded in passes, each over the people of one class of a hash of their id: every person's
+#: rows in one pass, so the same rows are kept as in one call, with a pass's scratch.
+BOUND_ROWS = 1 << 24
+#: Cells of uniforms drawn at a time when a pass gathers its rows' priorities.
+_DRAW_BLOCK = 1 << 22
+
+
+def _uniforms_at(key: _native.Key, threads: int, rows: NDArray[np.int64],
+                 n: int) -> NDArray[np.float64]:
+    """The uniforms of cells ``rows`` (increasing, below ``n``) under ``key``: what
+    :func:`_uniforms` draws there, drawn a block of cells at a time."""
+    out = np.empty(rows.size, dtype=np.float64)
+    block = np.empty(_DRAW_BLOCK, dtype=np.float64)
+    edges = np.searchsorted(rows, np.arange(0, n + _DRAW_BLOCK, _DRAW_BLOCK))
+    for b in range(edges.size - 1):
+        if edges[b + 1] > edges[b]:
+            noise.uniforms(key, threads, block, b * (_DRAW_BLOCK // _native.CHUNK))
+            out[edges[b]:edges[b + 1]] = block[rows[edges[b]:edges[b + 1]] - b * _DRAW_BLOCK]
+    return out
+
+
+def person_class(person: NDArray[np.int64], classes: int) -> NDArray[np.int64]:
+    """A class in [0, classes) of each person's id (splitmix64's finalizer, mod classes)."""
+    x = person.view(np.uint64)
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+        x ^= x >> np.uint64(31)
+    out: NDArray[np.int64] = (x % np.uint64(classes)).astype(np.int64)
+    return out
+
+
 def bound(keys: Keys, threads: int, person: NDArray[np.int64],
           group: NDArray[np.int64] | None, max_groups: int,
           max_rows: int) -> NDArray[np.uint8]:
     """Flags of the rows kept when each person keeps at most ``max_groups`` groups and
     ``max_rows`` rows in each, chosen uniformly at random: independent uniform priorities
     under the release's next two keys, one per row, addressed by the row's position (so
-    the same key and data give the same rows for any thread count), the lowest kept."""
+    the same key and data give the same rows for any thread count), the lowest kept.
+    Tables of more than :data:`BOUND_ROWS` rows go in passes (the same flags)."""
     n = person.shape[0]
-    prio = _uniforms(keys.next(), threads, n)
-    pair_prio = _uniforms(keys.next(), threads, n)
-    grp = np.zeros(n, dtype=np.int64) if group is None else group
-    return _native.bound_contributions(person, grp, prio, pair_prio, max_groups, max_rows,
-                                       threads)
+    row_key, pair_key = keys.next(), keys.next()
+    if n <= BOUND_ROWS:
+        grp = np.zeros(n, dtype=np.int64) if group is None else group
+        return _native.bound_contributions(person, grp, _uniforms(row_key, threads, n),
+                                           _uniforms(pair_key, threads, n), max_groups,
+                                           max_rows, threads)
+    passes = -(-n // BOUND_ROWS)
+    cls = person_class(person, passes)
+    flags = np.zeros(n, dtype=np.uint8)
+    for c in range(passes):
+        rows = np.flatnonzero(cls == c)
+        grp = np.zeros(rows.size, dtype=np.int64) if group is None else group[rows]
+        flags[rows] = _native.bound_contributions(
+            np.ascontiguousarray(person[rows]), np.ascontiguousarray(grp),
+            _uniforms_at(row_key, threads, rows, n), _uniforms_at(pair_key, threads, rows, n),
+            max_groups, max_rows, threads)
+    return flags
 
 
 # -- exact sums on a grid -------------------------------------------------------------------
