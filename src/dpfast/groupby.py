@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from . import _native, noise, records
+from . import _native, noise, records, tables
 from . import validation as _v
 from ._release import Keys, Release
 
@@ -128,57 +128,9 @@ def pair_weights(person_of_pair: NDArray[np.int64]) -> NDArray[np.int64]:
 
 # -- columns --------------------------------------------------------------------------------
 
-def _column(data: object, name: object, param: str, func: str) -> Any:
-    """Column ``name`` of a pandas or polars DataFrame, a pyarrow Table or a mapping of
-    columns, as numpy (no pandas copy of an Arrow table or a polars frame)."""
-    if not isinstance(name, str):
-        raise TypeError(f"The {param!r} parameter of {func} must be a column name (a str). "
-                        f"Got {_v.describe(name)} instead.")
-    module = type(data).__module__.split(".")[0]
-    try:
-        if isinstance(data, Mapping):
-            col = data[name]
-        elif module == "pandas":
-            col = data[name].to_numpy()          # type: ignore[index]
-        elif module == "pyarrow":
-            col = data.column(name)              # type: ignore[attr-defined]
-        elif module == "polars":
-            col = data.get_column(name).to_numpy()   # type: ignore[attr-defined]
-        else:
-            raise TypeError(f"The 'data' parameter of {func} must be a pandas or polars "
-                            "DataFrame, a pyarrow Table or a dict of columns. Got "
-                            f"{_v.describe(data)} instead.")
-    except (KeyError, LookupError) as exc:
-        raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
-                         "that the data does not have.") from exc
-    except Exception as exc:   # pyarrow's and polars' own errors for a missing column
-        if "not" in str(exc).lower() or "column" in str(exc).lower():
-            raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
-                             "that the data does not have.") from None
-        raise
-    if module == "pyarrow" and not isinstance(data, Mapping):
-        if col.null_count:
-            raise ValueError(f"The column {name!r} ({param}) of {func} has nulls: refused "
-                             "(drop or fill them; a null is not a group of its own).")
-        col = col.to_numpy()
-    return col
-
-
-def _length(data: object, func: str) -> int:
-    module = type(data).__module__.split(".")[0]
-    if isinstance(data, Mapping):
-        lengths = {len(np.asarray(v)) if not hasattr(v, "__len__") else len(v)
-                   for v in data.values()}
-        if len(lengths) > 1:
-            raise ValueError(f"The 'data' parameter of {func} must have columns of one "
-                             "length. Got columns of different lengths.")
-        return lengths.pop() if lengths else 0
-    if module in ("pandas", "polars"):
-        return len(data)                          # type: ignore[arg-type]
-    if module == "pyarrow":
-        return int(data.num_rows)                 # type: ignore[attr-defined]
-    raise TypeError(f"The 'data' parameter of {func} must be a pandas or polars DataFrame, a "
-                    f"pyarrow Table or a dict of columns. Got {_v.describe(data)} instead.")
+# The columns of a table (kept under these names for dpfast.dask).
+_column = tables.column
+_length = tables.length
 
 
 class _Keys(NamedTuple):
@@ -298,12 +250,13 @@ class GroupBy:
     def __init__(self, data: object, by: str, *, privacy_unit: str | None = None,
                  max_groups: int = 1, max_rows: int = 1, keys: object = None) -> None:
         func = "group_by"
+        data = tables.open_table(data)
         self.rows = _length(data, func)
         self.data = data
-        _column(data, by, "by", func)
+        tables.check_column(data, by, "by", func)
         self.by = by
         if privacy_unit is not None:
-            _column(data, privacy_unit, "privacy_unit", func)
+            tables.check_column(data, privacy_unit, "privacy_unit", func)
         elif max_groups != 1 or max_rows != 1:
             raise ValueError(f"The 'max_groups' and 'max_rows' parameters of {func} bound "
                              "each person's rows and need privacy_unit=; without one each "
@@ -757,8 +710,9 @@ def group_by(data: object, by: str, *, privacy_unit: str | None = None, max_grou
 
     Parameters
     ----------
-    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table or dict of columns
-        The records, one row each.
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of columns, or path
+        The records, one row each; a path to a ``.parquet`` file is read column by column
+        as the release needs them (:class:`dpfast.tables.ParquetColumns`).
     by : str
         The column of keys (nulls refused; keys of one type).
     privacy_unit : str, optional

@@ -1,0 +1,138 @@
+"""The columns of a table, as numpy: pandas and polars DataFrames, pyarrow Tables, mappings of
+columns, and Parquet files read column by column (:class:`ParquetColumns`), so that a release
+holds the columns it needs once, never a second copy of a whole table."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import validation as _v
+
+__all__ = ["column", "check_column", "length", "ParquetColumns", "open_table"]
+
+#: Rows read from a Parquet file at a time.
+BATCH_ROWS = 1 << 20
+
+
+class ParquetColumns:
+    """A Parquet file whose columns are read one at a time, row group by row group, into one
+    numpy array each (numbers as int64 or float64, written in place: no second copy; other
+    types as numpy objects). Nulls are refused by position, never by value."""
+
+    __slots__ = ("path", "rows", "names")
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        import pyarrow.parquet as pq
+        self.path = os.fspath(path)
+        meta = pq.ParquetFile(self.path)
+        self.rows = int(meta.metadata.num_rows)
+        self.names = list(meta.schema_arrow.names)
+
+    def __repr__(self) -> str:
+        return f"ParquetColumns({self.path!r}, rows={self.rows})"
+
+    def column(self, name: str, param: str, func: str) -> Any:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        if name not in self.names:
+            raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
+                             "that the data does not have.")
+        pf = pq.ParquetFile(self.path)
+        kind = pf.schema_arrow.field(name).type
+        dtype = np.int64 if pa.types.is_integer(kind) else \
+            np.float64 if pa.types.is_floating(kind) else None
+        out = np.empty(self.rows, dtype=dtype if dtype is not None else object)
+        at = 0
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=[name]):
+            values = batch.column(0)
+            if values.null_count:
+                first = at + int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
+                raise ValueError(f"The column {name!r} ({param}) of {func} has a null at "
+                                 f"row {first}: refused (drop or fill nulls first).")
+            out[at:at + len(values)] = values.to_numpy(zero_copy_only=False)
+            at += len(values)
+        return out
+
+
+def check_column(data: object, name: object, param: str, func: str) -> None:
+    """Refuse a column name the table does not have (a Parquet file's schema is read, not
+    its rows)."""
+    if isinstance(data, ParquetColumns) and isinstance(name, str):
+        if name not in data.names:
+            raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
+                             "that the data does not have.")
+        return
+    column(data, name, param, func)
+
+
+def open_table(data: object) -> object:
+    """``data``, or a :class:`ParquetColumns` for a path to a ``.parquet`` file."""
+    if isinstance(data, (str, os.PathLike)) and \
+            os.fspath(data).lower().endswith(".parquet"):
+        return ParquetColumns(data)
+    return data
+
+
+def column(data: object, name: object, param: str, func: str) -> Any:
+    """Column ``name`` of a pandas or polars DataFrame, a pyarrow Table, a Parquet file
+    (:class:`ParquetColumns`) or a mapping of columns, as numpy (no pandas copy of an Arrow
+    table or a polars frame). A missing column is a ValueError naming ``param``."""
+    if not isinstance(name, str):
+        raise TypeError(f"The {param!r} parameter of {func} must be a column name (a str). "
+                        f"Got {_v.describe(name)} instead.")
+    module = type(data).__module__.split(".")[0]
+    if isinstance(data, ParquetColumns):
+        return data.column(name, param, func)
+    try:
+        if isinstance(data, Mapping):
+            col = data[name]
+        elif module == "pandas":
+            col = data[name].to_numpy()          # type: ignore[index]
+        elif module == "pyarrow":
+            col = data.column(name)              # type: ignore[attr-defined]
+        elif module == "polars":
+            col = data.get_column(name).to_numpy()   # type: ignore[attr-defined]
+        else:
+            raise TypeError(f"The 'data' parameter of {func} must be a pandas or polars "
+                            "DataFrame, a pyarrow Table or a dict of columns. Got "
+                            f"{_v.describe(data)} instead.")
+    except (KeyError, LookupError) as exc:
+        raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
+                         "that the data does not have.") from exc
+    except Exception as exc:   # pyarrow's and polars' own errors for a missing column
+        if "not" in str(exc).lower() or "column" in str(exc).lower():
+            raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
+                             "that the data does not have.") from None
+        raise
+    if module == "pyarrow" and not isinstance(data, Mapping):
+        if col.null_count:
+            raise ValueError(f"The column {name!r} ({param}) of {func} has nulls: refused "
+                             "(drop or fill them; a null is not a group of its own).")
+        col = col.to_numpy()
+    return col
+
+
+def length(data: object, func: str) -> int:
+    """The number of rows of a table (a mapping's columns must have one length)."""
+    if isinstance(data, ParquetColumns):
+        return data.rows
+    module = type(data).__module__.split(".")[0]
+    if isinstance(data, Mapping):
+        lengths = {len(np.asarray(v)) if not hasattr(v, "__len__") else len(v)
+                   for v in data.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"The 'data' parameter of {func} must have columns of one "
+                             "length. Got columns of different lengths.")
+        return lengths.pop() if lengths else 0
+    if module in ("pandas", "polars"):
+        return len(data)                          # type: ignore[arg-type]
+    if module == "pyarrow":
+        return int(data.num_rows)                 # type: ignore[attr-defined]
+    raise TypeError(f"The 'data' parameter of {func} must be a pandas or polars DataFrame, a "
+                    "pyarrow Table, a dict of columns or a path to a .parquet file. Got "
+                    f"{_v.describe(data)} instead.")
+
+
