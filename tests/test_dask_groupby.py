@@ -90,6 +90,24 @@ def test_bounding_keeps_what_the_single_machine_path_keeps(clusters, people):
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
+@pytest.mark.parametrize("rule", ["optimal", "gaussian"])
+def test_each_key_selection_rule(clusters, people, rule):
+    # Private keys with max_groups=2: the optimal rule on people per key, or the weighted
+    # Gaussian rule on each person's weights (from all of a person's pairs, which are in
+    # one bucket); the default ('auto') takes the weighted Gaussian rule here, tested above.
+    kw = dict(accountant=None, rng=57, epsilon=1.0, delta=1e-6, selection_rule=rule, **STATS)
+    want = dp.group_by(people, "dept", privacy_unit="user", max_groups=2).agg(
+        **{**kw, "accountant": _budget()})
+    with clusters(2).as_current():
+        got = dpd.group_by(dd.from_pandas(people, npartitions=6), "dept", privacy_unit="user",
+                           max_groups=2).agg(**{**kw, "accountant": _budget()})
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    plan = dpd.group_by(dd.from_pandas(people, npartitions=6), "dept", privacy_unit="user",
+                        max_groups=2).plan(epsilon=1.0, delta=1e-6, selection_rule=rule,
+                                           **STATS)
+    assert f"({rule} rule)" in plan["measurement"].iloc[0]
+
+
 def test_from_parquet_files(clusters, people, tmp_path):
     dd.from_pandas(people, npartitions=4).to_parquet(tmp_path / "people", write_index=False)
     frame = dd.read_parquet(tmp_path / "people")

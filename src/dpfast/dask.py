@@ -57,7 +57,7 @@ import hmac
 import math
 import os
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -725,17 +725,20 @@ class GroupBy:
 
     def plan(self, *, epsilon: object = None, delta: object = None, rho: object = None,
              noise: object = "laplace", bounds: object = None, selection: object = None,
-             accountant: AccountantLike | None = None, **aggregations: object) -> Any:
+             selection_rule: object = "auto", accountant: AccountantLike | None = None,
+             **aggregations: object) -> Any:
         """:meth:`dpfast.GroupBy.plan`: what :meth:`agg` would measure and cost (nothing is
         read, charged or drawn)."""
         return self._grouping().plan(epsilon=epsilon, delta=delta, rho=rho, noise=noise,
                                      bounds=bounds, selection=selection,
-                                     accountant=accountant, **aggregations)
+                                     selection_rule=selection_rule, accountant=accountant,
+                                     **aggregations)
 
     def agg(self, *, epsilon: object = None, delta: object = None, rho: object = None,
             noise: object = "laplace", bounds: object = None, selection: object = None,
-            accountant: AccountantLike | None = None, rng: RngLike = None,
-            threads: int | None = None, **aggregations: object) -> Any:
+            selection_rule: object = "auto", accountant: AccountantLike | None = None,
+            rng: RngLike = None, threads: int | None = None,
+            **aggregations: object) -> Any:
         """:meth:`dpfast.GroupBy.agg` of the Dask DataFrame: the same DataFrame as on the
         whole frame with the same seed (see :func:`group_by`)."""
         from . import groupby as _gb
@@ -744,7 +747,7 @@ class GroupBy:
         local = self._grouping()
         specs = _gb._specs(aggregations, func)
         gp = local._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
-                         accountant)
+                         accountant, selection_rule)
         public = None if self.keys is None else \
             _gb._group_codes(local.data[self.by].to_numpy(), self.keys, func).values
         rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads,
@@ -760,15 +763,16 @@ class GroupBy:
         key_values = _checked_scans(scans, public, self.privacy_unit, func)
         local.rows = int(sum(s["rows"] for s in scans))
         col_grids = _gb.grids(gp, specs, local.rows)
-        # Columns with a quantile to release: their kept rows' grid points (where the
-        # single-machine statistics have them).
-        qbounds = _quantile_bounds(gp, specs)
+        # What the statistics per key hold beyond sums: the kept rows' grid points of
+        # the columns with a quantile, and the weighted Gaussian rule's weights per key.
+        extra = _Extra(_gb.quantile_bounds(gp, specs),
+                       gp.gaussian is not None and public is None)
         starts = np.concatenate(([0], np.cumsum([s["inside"] for s in scans])[:-1]))
         if self.privacy_unit is None:
             # Each row a person: all rows kept, no key needed; the statistics are made
             # (and brought to the client) before the charge.
             partial = [dask.delayed(_unbounded_statistics, pure=True)(
-                p, self.by, columns, key_values, col_grids, qbounds, func) for p in raw]
+                p, self.by, columns, key_values, col_grids, extra, func) for p in raw]
             stats = dask.compute(_summed(partial))[0]
             stream = rel.charge_keys()
         else:
@@ -788,7 +792,7 @@ class GroupBy:
                      for p, d in zip(prepared, digests)]
             partial = [dask.delayed(_bounded_statistics, pure=True)(
                 [s[b] for s in split], local.max_groups, local.max_rows, key_values.size,
-                col_grids, qbounds, func) for b in range(buckets)]
+                col_grids, extra, func) for b in range(buckets)]
             stats = dask.compute(_summed(partial))[0]
         # Draw, on the client: the key selection and the noise of the summed statistics.
         return _gb.finish(stream, rel.threads, gp, specs, local, key_values,
@@ -879,29 +883,17 @@ def _key_codes(part: Any, by: str, key_values: np.ndarray, func: str) -> np.ndar
     return np.ascontiguousarray(pd.Index(key_values).get_indexer(col), dtype=np.int64)
 
 
-def _quantile_bounds(gp: Any, specs: Any) -> dict[str, tuple[float, float]] | None:
-    """The bounds of the columns with a quantile to release (None: a dpfast.groupby without
-    grouped quantiles)."""
-    from . import groupby as _gb
-    find = getattr(_gb, "quantile_bounds", None)
-    return None if find is None else dict(find(gp, specs))
+class _Extra(NamedTuple):
+    """What :func:`dpfast.groupby.key_statistics` is given beyond the sums' grids: the
+    bounds of the columns with a quantile, and whether the keys are selected by the
+    weighted Gaussian rule (which needs each row's person)."""
 
-
-def _key_statistics(code: np.ndarray, flags: np.ndarray, values: dict[str, np.ndarray],
-                    nkeys: int, col_grids: dict[str, Any],
-                    qbounds: dict[str, tuple[float, float]] | None) -> Any:
-    """dpfast.groupby.key_statistics of some rows (with the quantile columns' bounds where
-    it takes them)."""
-    from . import groupby as _gb
-    statistics: Any = _gb.key_statistics
-    if qbounds is None:
-        return statistics(code, flags, values, nkeys, col_grids)
-    return statistics(code, flags, values, nkeys, col_grids, qbounds)
+    quantile_bounds: dict[str, tuple[float, float]]
+    weighted: bool
 
 
 def _unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np.ndarray,
-                          col_grids: dict[str, Any],
-                          qbounds: dict[str, tuple[float, float]] | None, func: str) -> Any:
+                          col_grids: dict[str, Any], extra: _Extra, func: str) -> Any:
     """On a worker, without a privacy unit: a partition's statistics per key, every row
     kept (each a person)."""
     from . import groupby as _gb
@@ -912,7 +904,9 @@ def _unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np
                                       func, c)[inside] for c in columns}
     code = code[inside]
     flags = np.full(code.size, _gb.KEPT_PAIR, dtype=np.uint8)
-    return _key_statistics(code, flags, values, key_values.size, col_grids, qbounds)
+    person = np.arange(code.size, dtype=np.int64) if extra.weighted else None   # a row each
+    return _gb.key_statistics(code, flags, values, key_values.size, col_grids,
+                              extra.quantile_bounds, person)
 
 
 def _prepared_records(part: Any, by: str, unit: str, columns: list[str],
@@ -983,8 +977,8 @@ def _bucketed(prepared: dict[str, Any], digest: bytes, mac: bytes, prio: bytes,
 
 
 def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows: int,
-                        nkeys: int, col_grids: dict[str, Any],
-                        qbounds: dict[str, tuple[float, float]] | None, func: str) -> Any:
+                        nkeys: int, col_grids: dict[str, Any], extra: _Extra,
+                        func: str) -> Any:
     """On a worker: one bucket's rows (every row of its persons, in frame order: the
     partitions' pieces in partition order), bounded as dpfast.records.bound bounds them, and
     their statistics per key."""
@@ -1000,20 +994,20 @@ def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows:
         np.ascontiguousarray(joined("pair_prio")), max_groups, max_rows, 1)
     values = {c: np.concatenate([p["values"][c] for p in pieces])
               for c in pieces[0]["values"]}
-    return _key_statistics(code, flags, values, nkeys, col_grids, qbounds)
+    # Every row of a person is here: the weights (from each person's pairs) are theirs.
+    return _gb.key_statistics(code, flags, values, nkeys, col_grids, extra.quantile_bounds,
+                              person if extra.weighted else None)
 
 
 def _added(a: Any, b: Any) -> Any:
     """The sum of two partial :class:`dpfast.groupby.KeyStatistics` (exact: integers; the
-    quantile columns' grid points, where there are any, concatenated: they are in any
-    order)."""
+    quantile columns' grid points concatenated: they are in any order)."""
+    from .groupby import KeyStatistics
     sums = {c: (s1 + b.sums[c][0], None if s2 is None else s2 + b.sums[c][1])
             for c, (s1, s2) in a.sums.items()}
-    fields: dict[str, Any] = {"rows": a.rows + b.rows, "people": a.people + b.people,
-                              "sums": sums}
-    if "points" in a._fields:
-        fields["points"] = {c: np.concatenate((p, b.points[c])) for c, p in a.points.items()}
-    return a._replace(**fields)
+    points = {c: np.concatenate((p, b.points[c])) for c, p in a.points.items()}
+    weights = None if a.weights is None else a.weights + b.weights
+    return KeyStatistics(a.rows + b.rows, a.people + b.people, sums, points, weights)
 
 
 def _summed(level: list[Any]) -> Any:
