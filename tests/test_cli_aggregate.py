@@ -96,7 +96,7 @@ def test_csv_release_is_group_bys_with_the_same_seed(people_csv, tmp_path):
     code, stdout, err = dpfast(
         people_csv, "--by", "dept", "--privacy-unit", "user", "--max-groups", 2,
         "--max-rows", 3, "--mean", "salary:0:1000", "--count", "--std", "salary:0:1000",
-        "--sum", "salary:0:1000", "--epsilon", 2, "--delta", 1e-6, "--seed", 11,
+        "--sum", "salary:0:1000", "--epsilon", 8, "--delta", 1e-6, "--seed", 11,
         "--out", out)
     assert code == 0, err
     assert stdout == "" and "privacy unit: user" in err.splitlines()
@@ -104,7 +104,7 @@ def test_csv_release_is_group_bys_with_the_same_seed(people_csv, tmp_path):
     frame = pd.read_csv(people_csv, dtype={"dept": str, "user": str}, keep_default_na=False)
     want = dp.group_by(frame, "dept", privacy_unit="user", max_groups=2, max_rows=3).agg(
         mean_salary=("salary", "mean"), count="count", std_salary=("salary", "std"),
-        sum_salary=("salary", "sum"), bounds={"salary": (0, 1000)}, epsilon=2,
+        sum_salary=("salary", "sum"), bounds={"salary": (0, 1000)}, epsilon=8,
         delta=1e-6, accountant=dp.Accountant(epsilon=10, delta=1e-3), rng=11)
     assert len(want) >= 2                  # keys with many people are released
     same_numbers(read_out(out), want, "dept")
@@ -164,13 +164,19 @@ def test_plan_charges_nothing_and_reads_no_record(tmp_path, capsys):
     assert code == 0, err
     lines = stdout.splitlines()
     assert "nothing charged" in lines[0]
-    selection = next(line for line in lines if line.strip().startswith("key selection"))
-    count = next(line for line in lines if line.strip().startswith("count"))
-    # Thresholds of the selection at epsilon 1/3 and delta 1e-6, each key getting half.
-    from dpfast.groupby import selection_threshold
-    assert f" {selection_threshold(1 / 3 / 2, 1e-6 / 2, 0.5)} " in selection
-    assert "laplace" in count
-    assert "centred sum of salary" in stdout
+    # The library's plan for the same release, line for line.
+    want = dp.group_by(pd.DataFrame({"user": [], "dept": [], "salary": []}), "dept",
+                       privacy_unit="user", max_groups=2).plan(
+        count="count", mean_salary=("salary", "mean"), bounds={"salary": (0, 100)},
+        epsilon=1, delta=1e-6)
+    assert len(want) == 3 and want["measurement"].iloc[0].startswith("key selection")
+    for (_, row), line in zip(want.iterrows(), lines[2:]):
+        assert line.strip().startswith(row["measurement"])
+        for name, value in row.items():
+            if name.startswith("people for") and pd.notna(value):
+                assert f" {int(value)} " in f" {line} "          # selection thresholds
+        if pd.notna(row["std"]):                                  # the noise's std, last
+            assert float(line.split()[-1]) == pytest.approx(row["std"], rel=1e-5)
     assert "epsilon = 0, delta = 0 spent of 2, 1e-05" in stdout
     assert ledger.read_bytes() == before and not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.ledger",

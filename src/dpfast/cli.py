@@ -942,9 +942,9 @@ def _check_aggregate_options(args: argparse.Namespace) -> None:
         if args.rho is not None:
             raise CLIError("--rho applies with public --keys: keys selected privately are "
                            "paid for in --epsilon and --delta.")
-    elif args.selection is not None:
-        raise CLIError("--selection is the key selection's share of epsilon: it applies "
-                       "only to keys selected privately (no --keys).")
+    elif args.selection is not None or args.selection_rule != "auto":
+        raise CLIError("--selection and --selection-rule are about the key selection: they "
+                       "apply only to keys selected privately (no --keys).")
     if args.rho is not None and args.noise != "gaussian":
         raise CLIError("--rho is a zCDP budget, for --noise gaussian.")
     if args.delta is not None and args.noise == "laplace" and args.keys is not None:
@@ -1266,7 +1266,8 @@ def _aggregate(args: argparse.Namespace, out: TextIO) -> int:
     # created, read or charged.
     plan = grouped(schema.empty_table()).plan(
         epsilon=args.epsilon, delta=args.delta, rho=args.rho, noise=args.noise,
-        bounds=bounds, selection=args.selection, **aggregations)
+        bounds=bounds, selection=args.selection, selection_rule=args.selection_rule,
+        **aggregations)
     if args.plan:
         print(f"dpfast aggregate --plan: what the release of {len(specs)} statistic(s) per "
               f"key of {args.by!r} would measure; nothing charged, no record read.", file=out)
@@ -1282,8 +1283,8 @@ def _aggregate(args: argparse.Namespace, out: TextIO) -> int:
     _agg_check_data(args, specs, table)
     frame = grouped(table).agg(
         epsilon=args.epsilon, delta=args.delta, rho=args.rho, noise=args.noise,
-        bounds=bounds, selection=args.selection, accountant=acct, rng=args.seed,
-        **aggregations)
+        bounds=bounds, selection=args.selection, selection_rule=args.selection_rule,
+        accountant=acct, rng=args.seed, **aggregations)
 
     header = [args.by] + [s.name for s in specs]
     columns = [frame[s.name].to_numpy() for s in specs]
@@ -1579,6 +1580,11 @@ def _aggregate_parser(sub: Any) -> None:
     agg.add_argument("--selection", type=_share, default=None, metavar="SHARE",
                      help="the key selection's share of epsilon, in (0, 1) (default: an "
                           "equal share with each measurement)")
+    agg.add_argument("--selection-rule", choices=["auto", "optimal", "gaussian"],
+                     default="auto",
+                     help="the key selection's rule: optimal thresholding (Desfontaines et "
+                          "al. 2022), weighted Gaussian (Swanberg et al. 2023), or auto "
+                          "(optimal at --max-groups 1, weighted Gaussian above; default)")
     agg.add_argument("--out", metavar="FILE", default=None,
                      help="write the CSV here (default: standard output)")
     agg.add_argument("--force", action="store_true", help="replace an existing --out file "
