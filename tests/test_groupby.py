@@ -1,0 +1,748 @@
+"""Grouped statistics of records (dp.group_by(...).agg): known answers against pandas'
+groupby at a huge epsilon, public keys (every key, zeros included, other keys' rows dropped
+before bounding), private keys (never a key no record has; the optimal partition-selection
+rule checked exactly and its release frequencies by a binomial test), each key's exact
+statistics on neighbouring datasets within the sensitivities the plan states, the same
+release for any thread count, input container, key type or naming of people, bad input
+refused before any charge or draw, and the charge (once, whole, in rho for zCDP, durable)."""
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dpfast as dp
+from dpfast import groupby, records
+from dpfast._release import Release
+from refusals import rng_state, spends_nothing
+
+# False-alarm rate of every statistical test in this file.
+ALPHA = 1e-4
+BOUNDS = (0.0, 100.0)
+HUGE = dict(epsilon=1e6, accountant=None)          # accountant filled in per call
+
+
+def people(seed, persons=2_000, depts=8, groups=3, rows=3):
+    """Each person has rows in 1..groups departments (of ``depts``, named d00, d01, ...),
+    1..rows rows in each, in shuffled order; salaries partly outside BOUNDS (clamping
+    matters)."""
+    gen = np.random.default_rng(seed)
+    user, dept = [], []
+    for p in range(persons):
+        for d in gen.choice(depts, size=gen.integers(1, groups + 1), replace=False):
+            r = int(gen.integers(1, rows + 1))
+            user += [p] * r
+            dept += [d] * r
+    order = gen.permutation(len(user))
+    user, dept = np.array(user)[order], np.array(dept)[order]
+    return pd.DataFrame({"dept": np.array([f"d{d:02d}" for d in dept], dtype=object),
+                         "user": user, "salary": gen.normal(50.0, 30.0, size=user.size)})
+
+
+def big_accountant():
+    return dp.Accountant(math.inf, 0.99)
+
+
+ALL_STATS = dict(n="count", total=("salary", "sum"), avg=("salary", "mean"),
+                 var=("salary", "variance"), var2=("salary", "var"), sd=("salary", "std"),
+                 med=("salary", "median"), p90=("salary", 0.9), p10=("salary", 0.1))
+
+
+def grid_points(x, bounds):
+    lo, hi = bounds
+    g, top = records.quantile_grid(lo, hi)
+    return np.sort(np.clip(np.floor((np.clip(x, lo, hi) - lo) / g), 0, top)), g, top
+
+
+def assert_best_gap(out, x, q, bounds):
+    """At a huge epsilon the exponential mechanism picks a grid point in a gap of the sorted
+    grid points with j values below it, j = floor(q n) or ceil(q n): the output lies between
+    the points either side of those gaps."""
+    s, g, top = grid_points(x, bounds)
+    k = (out - bounds[0]) / g
+    assert k == round(k), "outputs are grid points"
+    n = s.size
+    j0, j1 = math.floor(q * n), math.ceil(q * n)
+    low = s[j0 - 1] if j0 > 0 else 0
+    high = s[j1] if j1 < n else top
+    assert low <= k <= high, (q, n, low, k, high)
+
+
+# -- 1. known answers ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("unit", [None, "user"])
+@pytest.mark.parametrize("how", ["laplace", "gaussian"])
+def test_known_answers_match_pandas_on_the_clamped_data(unit, how):
+    """Public keys at a huge budget: each key's count, sum, mean, variance (ddof 0), std,
+    median and quantiles are pandas' on the clamped data. With a privacy unit the bounds
+    (3 groups, 3 rows: each person's most) drop nothing, so pandas is still the reference;
+    a key no row has is a count of 0."""
+    df = people(1)
+    keys = sorted(df["dept"].unique()) + ["zz-empty"]
+    kw = dict(privacy_unit=unit, max_groups=3, max_rows=3) if unit else {}
+    acct = dp.Accountant(rho=math.inf) if how == "gaussian" else big_accountant()
+    privacy = dict(noise="gaussian", rho=1e14) if how == "gaussian" else dict(epsilon=1e7)
+    out = dp.group_by(df, "dept", keys=keys, **kw).agg(
+        **ALL_STATS, bounds={"salary": BOUNDS}, accountant=acct, rng=3, **privacy)
+    assert list(out.index) == keys and list(out.columns) == list(ALL_STATS)
+    clamped = df.assign(salary=df["salary"].clip(*BOUNDS))
+    ref = clamped.groupby("dept")["salary"]
+    np.testing.assert_array_equal(out["n"].to_numpy()[:-1], ref.size().to_numpy())
+    assert out["n"].iloc[-1] == 0
+    inner = out.iloc[:-1]
+    np.testing.assert_allclose(inner["total"], ref.sum(), atol=0.05)
+    np.testing.assert_allclose(inner["avg"], ref.mean(), atol=1e-4)
+    np.testing.assert_allclose(inner["var"], ref.var(ddof=0), atol=1e-3)
+    np.testing.assert_array_equal(inner["var"], inner["var2"])
+    np.testing.assert_allclose(inner["sd"], ref.std(ddof=0), atol=1e-3)
+    for key, grp in clamped.groupby("dept"):
+        for col, q in (("med", 0.5), ("p90", 0.9), ("p10", 0.1)):
+            assert_best_gap(out.loc[key, col], grp["salary"].to_numpy(), q, BOUNDS)
+    np.testing.assert_allclose(inner["med"], ref.median(), atol=1.0)
+    # The empty key's statistics are still inside their bounds.
+    last = out.iloc[-1]
+    assert BOUNDS[0] <= last["avg"] <= BOUNDS[1] and BOUNDS[0] <= last["med"] <= BOUNDS[1]
+    assert 0.0 <= last["var"] <= 50.0**2
+
+
+def test_bounding_drops_rows_beyond_the_bounds():
+    """With max_groups=1, max_rows=1 each person keeps exactly one row: the counts of the
+    release (at a huge budget) add up to the number of people, and each key keeps at most
+    the number of people with rows in it."""
+    df = people(2)
+    out = dp.group_by(df, "dept", privacy_unit="user", keys=sorted(df["dept"].unique())).agg(
+        n="count", epsilon=1e7, accountant=big_accountant(), rng=4)
+    assert out["n"].sum() == df["user"].nunique()
+    np.testing.assert_array_less(out["n"].to_numpy() - 1,
+                                 df.groupby("dept")["user"].nunique().to_numpy())
+
+
+# -- 2. public keys --------------------------------------------------------------------------
+
+def test_public_keys_sorted_zeros_included_other_rows_dropped():
+    df = people(3, persons=500)
+    keys = ["d05", "zzz", "d01", "aaa"]              # unsorted, two with no row
+    out = dp.group_by(df, "dept", keys=keys).agg(n="count", total=("salary", "sum"),
+                                                 bounds={"salary": BOUNDS}, epsilon=1e7,
+                                                 accountant=big_accountant(), rng=5)
+    assert list(out.index) == sorted(keys)
+    counts = df["dept"].value_counts()
+    assert out.loc["aaa", "n"] == 0 and out.loc["zzz", "n"] == 0
+    assert out.loc["d01", "n"] == counts["d01"] and out.loc["d05", "n"] == counts["d05"]
+    assert abs(out.loc["aaa", "total"]) < 1e-3
+
+
+def test_unlisted_keys_do_not_use_a_persons_max_groups():
+    """A person with five rows in an unlisted key and one in a listed key, max_groups=1:
+    rows of unlisted keys are dropped before bounding, so the listed key's row is kept under
+    every seed (if the unlisted key competed for the person's one group, it would win most
+    draws)."""
+    data = {"dept": np.array(["x"] * 5 + ["a"] + ["b"] * 3, dtype=object),
+            "user": np.array([0] * 6 + [1, 2, 3]),
+            "salary": np.full(9, 10.0)}
+    acct = big_accountant()
+    for seed in range(20):
+        out = dp.group_by(data, "dept", privacy_unit="user", keys=["a", "b"]).agg(
+            n="count", epsilon=1e7, accountant=acct, rng=seed)
+        assert out.loc["a", "n"] == 1 and out.loc["b", "n"] == 3, seed
+
+
+# -- 3. private keys -------------------------------------------------------------------------
+
+def reference_pi(eps, delta, upto):
+    """The optimal rule's recurrence in plain floats (no rounding care): a reference for
+    frequencies, not for exactness."""
+    pi = [0.0]
+    while len(pi) <= upto:
+        p = pi[-1]
+        pi.append(min(math.exp(eps) * p + delta, 1 - math.exp(-eps) * (1 - p - delta), 1.0))
+    return np.array(pi)
+
+
+def test_private_keys_are_keys_of_the_data():
+    """Private keys: every key released is a key of the data (the released set is a subset
+    of the data's keys; a key listed nowhere is never released), keys far above the
+    threshold are all released, and with a tiny epsilon keys of few people never are."""
+    df = people(4, persons=3_000)
+    small = pd.DataFrame({"dept": ["rare-1", "rare-2", "rare-2"], "user": [10**6, 10**6 + 1,
+                                                                          10**6 + 2],
+                          "salary": [1.0, 2.0, 3.0]})
+    df = pd.concat([df, small], ignore_index=True)
+    acct, data_keys = big_accountant(), set(df["dept"])
+    for seed in range(10):
+        out = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(
+            n="count", epsilon=5.0, delta=1e-3, accountant=acct, rng=seed)
+        assert set(out.index) <= data_keys
+        assert set(out.index) >= {f"d{d:02d}" for d in range(8)}   # ~1,000 people each
+        assert list(out.index) == sorted(out.index)
+        tiny = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(
+            n="count", epsilon=0.01, delta=1e-12, accountant=acct, rng=seed)
+        assert not {"rare-1", "rare-2"} & set(tiny.index)
+        assert set(tiny.index) <= data_keys
+
+
+@pytest.mark.parametrize("eps, delta", [(1.0, 1e-6), (0.1, 1e-9), (0.5 / 3, 1e-6 / 3),
+                                        (2.0, 0.1), (1e-3, 1e-5), (10.0, 1e-12)])
+def test_selection_probabilities_shape(eps, delta):
+    """pi[0] = 0, pi[1] <= delta, nondecreasing, ends at 1, and each step within one ulp of
+    the optimal recurrence (neither looser nor tighter than the rule)."""
+    pi = groupby.selection_probabilities(eps, delta)
+    assert pi[0] == 0.0 and 0.0 < pi[1] <= delta and pi[-1] == 1.0
+    assert np.all(np.diff(pi) > 0) and np.all(pi[:-1] < 1.0)
+    ref = np.minimum.reduce([math.exp(eps) * pi[:-1] + delta,
+                             1 - math.exp(-eps) * (1 - pi[:-1] - delta), np.ones(pi.size - 1)])
+    np.testing.assert_allclose(pi[1:], ref, rtol=4e-16, atol=2.3e-16)
+    # The threshold helpers agree with the array.
+    t = groupby.selection_threshold(eps, delta)
+    assert pi[t] >= 0.5 and (t == 0 or pi[t - 1] < 0.5)
+
+
+def exp_bracket(eps):
+    """Rationals lo <= e**eps <= hi, 2**-200 apart (mpmath at 400 bits)."""
+    with mpmath.workprec(400):
+        v = mpmath.exp(mpmath.mpf(eps))
+        lo = Fraction(int(mpmath.floor(v * 2**200)), 2**200)
+    return lo, lo + Fraction(1, 2**200)
+
+
+def exact_violations(eps, delta):
+    """Steps n of selection_probabilities(eps, delta) where one of the two DP inequalities
+    of neighbouring counts fails in exact arithmetic (with e**eps rounded down, which only
+    helps the rule): pi[n] <= e^eps pi[n-1] + delta, 1 - pi[n-1] <= e^eps (1 - pi[n]) + delta
+    (pi[n] = 1 past the array)."""
+    pi = [Fraction(float(p)) for p in groupby.selection_probabilities(eps, delta)] + [1]
+    e, d = exp_bracket(eps)[0], Fraction(delta)
+    bad = []
+    for n in range(1, len(pi)):
+        if not pi[n] <= e * pi[n - 1] + d:
+            bad.append((n, "pi[n] > e^eps pi[n-1] + delta"))
+        if not 1 - pi[n - 1] <= e * (1 - pi[n]) + d:
+            bad.append((n, "1 - pi[n-1] > e^eps (1 - pi[n]) + delta"))
+    return bad
+
+
+EXACT_CASES = [(1.0, 1e-6), (0.5, 1e-6), (2.0, 1e-6), (0.1, 0.1), (0.1, 1e-6),
+               (1.0 / 3 / 5, 1e-6 / 5), (0.5, 1e-9)]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "selection_probabilities rounds each step down by one ulp, but the step's float error "
+    "(math.exp's own rounding, the product, the sum, 1 - x near 1) can exceed one ulp: "
+    "pi[n] > e^eps pi[n-1] + delta by < 1 ulp (e.g. eps=0.5, delta=1e-6 at n=11; eps=2, "
+    "delta=1e-6 at n=4) and 1 - pi[n-1] > e^eps (1 - pi[n]) + delta near 1 (eps=0.1, "
+    "delta=0.1 at n=5)"))
+def test_selection_probabilities_satisfy_both_inequalities_exactly():
+    found = {case: exact_violations(*case) for case in EXACT_CASES}
+    assert not any(found.values()), {k: v[:3] for k, v in found.items() if v}
+
+
+def test_selection_rule_holds_within_an_ulp():
+    """What does hold today: both inequalities within 2 ulps of the probabilities (the
+    exact failures above are rounding, not a wrong rule)."""
+    for eps, delta in EXACT_CASES:
+        pi = [Fraction(float(p)) for p in groupby.selection_probabilities(eps, delta)] + [1]
+        e, d = exp_bracket(eps)[1], Fraction(delta)
+        for n in range(1, len(pi)):
+            slack = Fraction(2 * math.ulp(float(pi[n])))
+            assert pi[n] <= e * pi[n - 1] + d + slack
+            assert 1 - pi[n - 1] <= e * (1 - pi[n]) + d + slack
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "groupby._select divides the selection's epsilon and delta by max_groups in round-to-"
+    "nearest (gp.selection_delta / max_groups): max_groups * fl(delta / max_groups) can "
+    "exceed delta (delta=1e-5, max_groups=3), so a person's max_groups keys together spend "
+    "more than the delta charged; round the quotients down (math.nextafter(x / L0, 0) while "
+    "L0 * x > total in Fractions)"))
+def test_per_key_selection_budget_times_max_groups_within_the_charge(monkeypatch):
+    seen = []
+    real = groupby.selection_probabilities
+
+    def recording(eps, delta):
+        seen.append((eps, delta))
+        return real(eps, delta)
+
+    monkeypatch.setattr(groupby, "selection_probabilities", recording)
+    df = people(5, persons=300)
+    acct = big_accountant()
+    dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(
+        n="count", epsilon=1.0, delta=1e-5, selection=0.5, selection_rule="optimal",
+        accountant=acct, rng=1)
+    (eps_k, delta_k), = seen
+    spent = acct.spent
+    assert 3 * Fraction(eps_k) <= Fraction(spent[0]) * Fraction(1, 2)
+    assert 3 * Fraction(delta_k) <= Fraction(spent[1])
+
+
+def keys_with_people(levels, per_level, unit):
+    """``per_level`` keys with exactly n people each for each n of ``levels``; with a
+    privacy unit each person has two rows in their key (the bound keeps one)."""
+    dept, user = [], []
+    pid = 0
+    for n in levels:
+        for k in range(per_level):
+            for _ in range(n):
+                reps = 2 if unit else 1
+                dept += [f"n{n:03d}-k{k:03d}"] * reps
+                user += [pid] * reps
+                pid += 1
+    return {"dept": np.array(dept, dtype=object), "user": np.array(user),
+            "salary": np.zeros(len(user))}
+
+
+@pytest.mark.parametrize("max_groups", [1, 2])
+def test_release_frequency_of_a_key_is_pi_of_its_people(max_groups):
+    """Over 25 seeds x 160 keys per level, the fraction of keys with n people released
+    matches pi[n] of the rule at the per-key budget (selection's epsilon and delta divided
+    by max_groups), for n = 1, 5, the p=1/2 threshold and twice it (binomial test)."""
+    # Per key (0.3, 0.005) whatever max_groups: the selection gets half of epsilon and,
+    # under Laplace noise, all of delta.
+    eps_k, delta_k = 0.3, 0.005
+    epsilon, delta = 2 * eps_k * max_groups, delta_k * max_groups
+    ref = reference_pi(eps_k, delta_k, 200)
+    t = int(np.searchsorted(ref, 0.5))
+    levels = [1, 5, t, 2 * t]
+    assert 5 < t
+    data = keys_with_people(levels, 160, unit=max_groups > 1)
+    kw = dict(privacy_unit="user", max_groups=max_groups) if max_groups > 1 else {}
+    released = {n: 0 for n in levels}
+    acct, gen = big_accountant(), dp.ChaCha20(77)
+    seeds = 25
+    for _ in range(seeds):
+        out = dp.group_by(data, "dept", **kw).agg(n="count", epsilon=epsilon, delta=delta,
+                                                  selection=0.5, selection_rule="optimal",
+                                                  accountant=acct, rng=gen)
+        for n in levels:
+            released[n] += sum(1 for k in out.index if k.startswith(f"n{n:03d}-"))
+    trials = seeds * 160
+    for n in levels:
+        p = ref[min(n, ref.size - 1)]
+        if p >= 1.0:
+            assert released[n] == trials
+        else:
+            assert stats.binomtest(released[n], trials, p).pvalue > ALPHA, (n, released[n], p)
+    assert released[1] < released[5] < released[t] <= released[2 * t]
+
+
+# -- 4. neighbours: each key's exact statistics move within the plan's sensitivities -------
+
+SPECS = dict(n="count", avg=("salary", "mean"), sd=("salary", "std"), med=("salary", 0.5))
+
+
+def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS):
+    """What a public-key release measures before its noise: the plan, the key statistics
+    (rows, people, sums in grid units) and the grids, computed by the release's own steps
+    under the key stream of ``seed`` (the first keys after the charge)."""
+    func = "test"
+    gb = dp.group_by(frame, "dept", privacy_unit="user", max_groups=max_groups,
+                     max_rows=max_rows, keys=keys)
+    specs = groupby._specs(SPECS, func)
+    gp = gb._plan(func, specs, {"salary": bounds}, "laplace", 1.0, None, None, None, None)
+    k = groupby._group_codes(frame["dept"].to_numpy(), keys, func)
+    values = {"salary": records.check_values(frame["salary"].to_numpy(), func)}
+    person = records.person_ids(frame["user"].to_numpy(), len(frame), func)
+    stream = Release(func, dp.Accountant(), gp.epsilon, gp.delta, seed, 1, len(frame),
+                     rho=gp.plan.rho).charge_keys()
+    code, inside = k.code, k.code >= 0
+    flags = records.bound(stream, 1, person[inside], code[inside], max_groups, max_rows)
+    values = {c: v[inside] for c, v in values.items()}
+    grids = groupby.grids(gp, specs, len(frame))
+    st = groupby.key_statistics(code[inside], flags, values, k.values.size, grids,
+                                groupby.quantile_bounds(gp, specs))
+    return gp, st, grids["salary"]
+
+
+def add_person(frame, keys, groups, rows, value):
+    """The frame with one more person (a new id) with ``rows`` rows in each of the first
+    ``groups`` keys, all at ``value``, placed last (the others' rows keep their positions,
+    so the same key stream keeps the same rows of theirs)."""
+    extra = pd.DataFrame({"dept": np.repeat(np.array(keys[:groups], dtype=object), rows),
+                          "user": frame["user"].max() + 1, "salary": value})
+    return pd.concat([frame, extra], ignore_index=True)
+
+
+@pytest.mark.parametrize("max_groups, max_rows", [(1, 1), (2, 3), (3, 2)])
+@pytest.mark.parametrize("value", [1e9, -1e9, 50.0, 73.0])
+def test_neighbours_move_each_part_within_its_sensitivity(max_groups, max_rows, value):
+    """A person with 3 max_groups keys x 3 max_rows rows at (or beyond) a bound added: the
+    others keep the same rows, the person keeps exactly max_groups keys and max_rows rows in
+    each, and each measured part (rows, centred sums, centred sums of squares, each times
+    its grid) changes by at most the plan's Part.l1 summed over keys and Part.l2 in the
+    Euclidean norm; at the upper bound the worst case is reached (not overstated)."""
+    df = people(6, persons=400, depts=10)
+    keys = sorted(df["dept"].unique())
+    big = add_person(df, keys, 3 * max_groups, 3 * max_rows, value)
+    gp, a, grid = exact_statistics(df, keys, max_groups, max_rows, seed=11)
+    _, b, _ = exact_statistics(big, keys, max_groups, max_rows, seed=11)
+    parts = {p.name: p for p in gp.plan.parts}
+    d_people = b.people - a.people
+    assert set(np.unique(d_people)) <= {0, 1} and d_people.sum() == max_groups
+    d_rows = b.rows - a.rows
+    assert set(np.unique(d_rows)) == {0, max_rows} and d_rows.sum() == max_groups * max_rows
+    assert np.all(d_rows[d_people == 0] == 0)
+    changes = {"count": d_rows.astype(float),
+               "centred sum of salary": (b.sums["salary"][0] - a.sums["salary"][0]) * grid.g1,
+               "centred sum of squares of salary":
+                   (b.sums["salary"][1] - a.sums["salary"][1]) * grid.g2}
+    for name, d in changes.items():
+        p = parts[name]
+        assert np.abs(d).sum() <= p.l1 * (1 + 1e-12), (name, np.abs(d).sum(), p.l1)
+        assert math.sqrt((d * d).sum()) <= p.l2 * (1 + 1e-12), (name, p.l2)
+    if value == 1e9:
+        half = (BOUNDS[1] - BOUNDS[0]) / 2
+        assert np.abs(changes["centred sum of salary"]).sum() == parts[
+            "centred sum of salary"].l1 == max_groups * max_rows * half
+        assert np.abs(changes["count"]).sum() == parts["count"].l1
+    # Quantile points: the person adds max_rows points to each of their max_groups keys.
+    before = np.bincount((a.points["salary"] >> np.uint64(32)).astype(np.int64),
+                         minlength=len(keys))
+    after = np.bincount((b.points["salary"] >> np.uint64(32)).astype(np.int64),
+                        minlength=len(keys))
+    np.testing.assert_array_equal(after - before, d_rows)
+
+
+def test_exact_statistics_helper_is_the_release():
+    """The helper above reproduces the release: at a huge budget the release's counts are
+    its rows per key, for the same seed."""
+    df = people(7, persons=400)
+    keys = sorted(df["dept"].unique())
+    _, st, _ = exact_statistics(df, keys, 2, 2, seed=13)
+    out = dp.group_by(df, "dept", privacy_unit="user", max_groups=2, max_rows=2,
+                      keys=keys).agg(n="count", epsilon=1e7, accountant=big_accountant(),
+                                     rng=13)
+    np.testing.assert_array_equal(out["n"].to_numpy(), st.rows)
+
+
+# -- 5. determinism ------------------------------------------------------------------------
+
+RELEASE = dict(n="count", total=("salary", "sum"), avg=("salary", "mean"),
+               med=("salary", "median"))
+
+
+def release(data, unit="user", keys=None, rng=21, threads=None, by="dept"):
+    return dp.group_by(data, by, privacy_unit=unit, max_groups=2, max_rows=2,
+                       keys=keys).agg(**RELEASE, bounds={"salary": BOUNDS}, epsilon=2.0,
+                                      delta=1e-6 if keys is None else None,
+                                      accountant=big_accountant(), rng=rng, threads=threads)
+
+
+def test_same_release_for_one_and_two_threads():
+    df = people(8, persons=40_000)                   # about 1e5 rows
+    assert len(df) > 80_000
+    one = release(df, threads=1)
+    assert len(one) > 0
+    pd.testing.assert_frame_equal(release(df, threads=2), one)
+    pd.testing.assert_frame_equal(release(df, threads=2, keys=list(one.index)),
+                                  release(df, threads=1, keys=list(one.index)))
+    assert not release(df, rng=22).equals(one)
+
+
+def test_same_release_for_every_container():
+    df = people(9, persons=3_000)
+    want = release(df)
+    assert len(want) > 0
+    containers = {"dict": {c: df[c].to_numpy() for c in df.columns}}
+    try:
+        import pyarrow as pa
+        containers["arrow"] = pa.Table.from_pandas(df, preserve_index=False)
+    except ImportError:                                          # pragma: no cover
+        pass
+    try:
+        import polars as pl
+        containers["polars"] = pl.from_pandas(df)
+    except ImportError:                                          # pragma: no cover
+        pass
+    for name, data in containers.items():
+        pd.testing.assert_frame_equal(release(data), want, obj=name)
+
+
+def test_key_type_and_person_names_do_not_change_the_release():
+    """Integer keys in the same order as the string keys give the same values (noise is
+    addressed by a key's place among the sorted keys); people renamed as strings or huge
+    negative integers keep the same rows (priorities are addressed by row position)."""
+    df = people(10, persons=3_000)
+    want = release(df)
+    as_int = df.assign(dept=df["dept"].str[1:].astype(np.int64))
+    got = release(as_int)
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+    assert list(got.index) == [int(k[1:]) for k in want.index]
+    for renamed in (df["user"].map(lambda u: f"person-{u}"),
+                    df["user"] * -(2**40) - 2**62):
+        pd.testing.assert_frame_equal(release(df.assign(user=renamed)), want)
+    # Without a privacy unit too (each row a person).
+    pd.testing.assert_frame_equal(
+        dp.group_by(as_int, "dept").agg(n="count", epsilon=1.0, delta=1e-6,
+                                        accountant=big_accountant(), rng=4).reset_index(
+                                            drop=True),
+        dp.group_by(df, "dept").agg(n="count", epsilon=1.0, delta=1e-6,
+                                    accountant=big_accountant(), rng=4).reset_index(drop=True))
+
+
+# -- 6. bad input, refused before any charge or draw ---------------------------------------
+
+def small_frame(**columns):
+    base = {"dept": np.array(["a", "b", "a", "b", "c"], dtype=object),
+            "user": np.array([1, 2, 3, 4, 5]),
+            "salary": np.array([0.5, 123.456, 7.25, 3.0, 4.0])}
+    return pd.DataFrame({**base, **columns})
+
+
+OK = dict(n="count", avg=("salary", "mean"), bounds={"salary": BOUNDS}, epsilon=1.0,
+          delta=1e-6)
+
+
+def agg(frame=None, group=None, **kw):
+    frame = small_frame() if frame is None else frame
+    return dp.group_by(frame, "dept", **(group or {})).agg(**kw)
+
+
+BAD = [
+    # (name, call(acct, gen), exception, word in the message)
+    ("nan value", lambda a, g: agg(small_frame(salary=[0.5, 123.456, 7.25, math.nan, 4.0]),
+                                   accountant=a, rng=g, **OK), ValueError, "index 3"),
+    ("inf value", lambda a, g: agg(small_frame(salary=[0.5, 123.456, 7.25, -math.inf, 4.0]),
+                                   accountant=a, rng=g, **OK), ValueError, "index 3"),
+    ("None key", lambda a, g: agg(small_frame(dept=np.array(["a", "b", None, "b", "c"],
+                                                            dtype=object)),
+                                  accountant=a, rng=g, **OK), ValueError, "index 2"),
+    ("NaN key", lambda a, g: agg(small_frame(dept=[1.0, 2.0, math.nan, 2.0, 3.0]),
+                                 accountant=a, rng=g, **OK), ValueError, "index 2"),
+    ("mixed keys", lambda a, g: agg(small_frame(dept=np.array(["a", 1, "a", 1, "c"],
+                                                              dtype=object)),
+                                    accountant=a, rng=g, **OK), TypeError, "'by'"),
+    ("public keys repeated", lambda a, g: agg(group=dict(keys=["a", "b", "a"]), accountant=a,
+                                              rng=g, **{**OK, "delta": None}),
+     ValueError, "'keys'"),
+    ("public keys of mixed types", lambda a, g: agg(group=dict(keys=np.array(
+        ["a", 1], dtype=object)), accountant=a, rng=g, **{**OK, "delta": None}),
+     TypeError, "'keys'"),
+    ("no bounds", lambda a, g: agg(accountant=a, rng=g, **{**OK, "bounds": None}),
+     TypeError, "bounds"),
+    ("bounds missing a column", lambda a, g: agg(accountant=a, rng=g, **{**OK, "bounds": {}}),
+     ValueError, "bounds"),
+    ("bounds None", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                             "bounds": {"salary": None}}),
+     ValueError, "bounds"),
+    ("bounds auto", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                             "bounds": {"salary": "auto"}}),
+     ValueError, "bounds"),
+    ("lo == hi", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                          "bounds": {"salary": (3, 3)}}),
+     ValueError, "bounds"),
+    ("lo > hi", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                         "bounds": {"salary": (5, 1)}}),
+     ValueError, "bounds"),
+    ("missing value column", lambda a, g: agg(accountant=a, rng=g, **{
+        **OK, "avg": ("wage", "mean"), "bounds": {"wage": BOUNDS}}), ValueError, "wage"),
+    ("missing by", lambda a, g: dp.group_by(small_frame(), "department"), ValueError,
+     "department"),
+    ("missing privacy unit", lambda a, g: dp.group_by(small_frame(), "dept",
+                                                      privacy_unit="person_id"),
+     ValueError, "person_id"),
+    ("max_groups 0", lambda a, g: dp.group_by(small_frame(), "dept", privacy_unit="user",
+                                              max_groups=0), ValueError, "max_groups"),
+    ("max_rows -1", lambda a, g: dp.group_by(small_frame(), "dept", privacy_unit="user",
+                                             max_rows=-1), ValueError, "max_rows"),
+    ("max_rows 1.5", lambda a, g: dp.group_by(small_frame(), "dept", privacy_unit="user",
+                                              max_rows=1.5), TypeError, "max_rows"),
+    ("max_groups '2'", lambda a, g: dp.group_by(small_frame(), "dept", privacy_unit="user",
+                                                max_groups="2"), TypeError, "max_groups"),
+    ("max_rows without unit", lambda a, g: dp.group_by(small_frame(), "dept", max_rows=2),
+     ValueError, "privacy_unit"),
+    ("unknown statistic", lambda a, g: agg(accountant=a, rng=g, **{
+        **OK, "avg": ("salary", "average")}), ValueError, "average"),
+    ("unknown count", lambda a, g: agg(accountant=a, rng=g, **{**OK, "n": "size"}),
+     ValueError, "'n'"),
+    ("quantile 1.5", lambda a, g: agg(accountant=a, rng=g, **{**OK, "avg": ("salary", 1.5)}),
+     ValueError, "quantile"),
+    ("quantile -0.1", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                               "avg": ("salary", -0.1)}),
+     ValueError, "quantile"),
+    ("quantile nan", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                              "avg": ("salary", math.nan)}),
+     ValueError, "quantile"),
+    ("no statistic", lambda a, g: agg(accountant=a, rng=g, epsilon=1.0, delta=1e-6),
+     ValueError, "statistic"),
+    ("private keys without delta", lambda a, g: agg(accountant=a, rng=g, **{**OK,
+                                                                            "delta": None}),
+     ValueError, "delta"),
+    ("private keys with rho only", lambda a, g: agg(accountant=a, rng=g, **{
+        **OK, "epsilon": None, "delta": None, "noise": "gaussian", "rho": 0.5}),
+     ValueError, "rho"),
+    ("selection 0", lambda a, g: agg(accountant=a, rng=g, **{**OK, "selection": 0.0}),
+     ValueError, "selection"),
+    ("selection 1", lambda a, g: agg(accountant=a, rng=g, **{**OK, "selection": 1.0}),
+     ValueError, "selection"),
+    ("selection 1.5", lambda a, g: agg(accountant=a, rng=g, **{**OK, "selection": 1.5}),
+     ValueError, "selection"),
+    ("epsilon 0 private", lambda a, g: agg(accountant=a, rng=g, **{**OK, "epsilon": 0.0}),
+     ValueError, "epsilon"),
+    ("epsilon -1 public", lambda a, g: agg(group=dict(keys=["a", "b"]), accountant=a, rng=g,
+                                           **{**OK, "epsilon": -1.0, "delta": None}),
+     ValueError, "epsilon"),
+    ("delta under Laplace, public", lambda a, g: agg(group=dict(keys=["a"]), accountant=a,
+                                                     rng=g, **OK), ValueError, "delta"),
+    ("not a frame", lambda a, g: dp.group_by([[1, 2]], "dept"), TypeError, "data"),
+]
+
+
+@pytest.mark.parametrize("name, call, exc, word", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_refused_before_any_charge_or_draw(name, call, exc, word):
+    acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(1)
+    with spends_nothing(acct, gen), pytest.raises(exc, match=word) as info:
+        call(acct, gen)
+    for value in ("123.456", "7.25"):
+        assert value not in str(info.value)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "groupby._group_codes reads keys= with np.asarray(list(keys)), which turns ['a', 1] "
+    "into the strings ['a', '1']: public keys of mixed types are released under a string "
+    "'1' instead of refused. Read a list of keys as objects first and call "
+    "records.check_keys_column on that (as records.person_ids does for a list)"))
+def test_public_keys_of_mixed_types_in_a_list_refused():
+    acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(2)
+    with spends_nothing(acct, gen):
+        try:
+            out = agg(group=dict(keys=["a", 1]), accountant=acct, rng=gen,
+                      **{**OK, "delta": None})
+        except TypeError as exc:
+            assert "'keys'" in str(exc)
+        else:
+            raise AssertionError(f"keys of mixed types released as {list(out.index)}")
+
+
+@pytest.mark.parametrize("bad, kind", [(math.nan, "NaN"), (math.inf, "infinite"),
+                                       (-math.inf, "infinite")])
+def test_bad_value_named_by_column_and_position_never_shown(bad, kind):
+    acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(3)
+    frame = small_frame(salary=[0.5, 123.456, 7.25, bad, 4.0])
+    with spends_nothing(acct, gen), pytest.raises(ValueError) as info:
+        agg(frame, accountant=acct, rng=gen, **OK)
+    msg = str(info.value)
+    assert "'salary'" in msg and f"index 3 is {kind}" in msg
+    for shown in ("123.456", "7.25", "0.5", "4.0"):
+        assert shown not in msg
+
+
+def test_secret_keys_and_ids_never_shown():
+    acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(4)
+    frame = small_frame(dept=np.array(["secret-a", "secret-b", None, "x", "y"], dtype=object))
+    with spends_nothing(acct, gen), pytest.raises(ValueError) as info:
+        agg(frame, accountant=acct, rng=gen, **OK)
+    assert "secret" not in str(info.value)
+    frame = small_frame(user=np.array(["alice-secret", None, "b", "c", "d"], dtype=object))
+    with spends_nothing(acct, gen), pytest.raises(ValueError) as info:
+        agg(frame, group=dict(privacy_unit="user", max_rows=2), accountant=acct, rng=gen,
+            **OK)
+    assert "secret" not in str(info.value) and "index 1" in str(info.value)
+
+
+# -- 7. the budget --------------------------------------------------------------------------
+
+def test_one_charge_of_exactly_the_budget():
+    df = people(11, persons=300)
+    acct = dp.Accountant(10.0, 1e-3)
+    dp.group_by(df, "dept", keys=["d00", "d01"]).agg(n="count", avg=("salary", "mean"),
+                                                     med=("salary", 0.3),
+                                                     bounds={"salary": BOUNDS},
+                                                     epsilon=0.75, accountant=acct, rng=1)
+    assert acct.spent == (0.75, 0.0) and len(acct) == 1
+    dp.group_by(df, "dept", privacy_unit="user", max_groups=2).agg(
+        n="count", sd=("salary", "std"), bounds={"salary": BOUNDS}, epsilon=0.5,
+        delta=1e-6, accountant=acct, rng=2)
+    assert acct.spent == (1.25, 1e-6) and len(acct) == 2
+    dp.group_by(df, "dept").agg(n="count", noise="gaussian", epsilon=0.25, delta=2e-6,
+                                accountant=acct, rng=3)
+    assert acct.spent == (1.5, 3e-6) and len(acct) == 3
+
+
+def test_plan_spends_nothing_and_states_the_costs():
+    df = people(12, persons=300)
+    acct, gen = dp.Accountant(1.0, 1e-6), dp.ChaCha20(5)
+    gb = dp.group_by(df, "dept", privacy_unit="user", max_groups=2, max_rows=3)
+    with spends_nothing(acct, gen):
+        plan = gb.plan(n="count", avg=("salary", "mean"), med=("salary", "median"),
+                       bounds={"salary": BOUNDS}, epsilon=1.0, delta=1e-6,
+                       selection_rule="optimal", accountant=acct)
+        default = gb.plan(n="count", epsilon=1.0, delta=1e-6, accountant=acct)
+    assert list(plan["measurement"]) == ["key selection (optimal rule)", "count",
+                                         "centred sum of salary", "0.5 quantile of salary"]
+    # Two groups a person: the weighted Gaussian rule by default.
+    assert default["measurement"][0] == "key selection (gaussian rule)"
+    assert plan["epsilon"].sum() <= 1.0 and plan["epsilon"].sum() == pytest.approx(1.0)
+    row = plan.iloc[0]
+    assert row["delta"] == 1e-6
+    pi = reference_pi(row["epsilon"] / 2, 1e-6 / 2, 10_000)
+    assert row["people for p=0.5"] == int(np.searchsorted(pi, 0.5))
+    # Public keys: no selection row; count std is the discrete Laplace's at its share.
+    public = dp.group_by(df, "dept", keys=["d00"]).plan(n="count", epsilon=1.0,
+                                                        accountant=acct)
+    assert list(public["measurement"]) == ["count"]
+    assert public["epsilon"][0] == pytest.approx(1.0, rel=1e-15) and public["epsilon"][0] <= 1
+    assert acct.spent == (0.0, 0.0) and len(acct) == 0
+
+
+def test_zcdp_accountant_pays_public_gaussian_in_rho_and_refuses_private_keys():
+    df = people(13, persons=300)
+    acct, gen = dp.Accountant(rho=1.0), dp.ChaCha20(6)
+    dp.group_by(df, "dept", keys=["d00", "d01"]).agg(
+        n="count", avg=("salary", "mean"), bounds={"salary": BOUNDS}, noise="gaussian",
+        rho=0.25, accountant=acct, rng=gen)
+    assert acct.spent.rho == pytest.approx(0.25, rel=1e-12) and len(acct) == 1
+    for kw in (dict(epsilon=1.0, delta=1e-6),
+               dict(noise="gaussian", epsilon=1.0, delta=1e-6)):
+        with spends_nothing(acct, gen), pytest.raises(ValueError):
+            dp.group_by(df, "dept").agg(n="count", accountant=acct, rng=gen, **kw)
+    assert acct.spent.rho == pytest.approx(0.25, rel=1e-12)
+
+
+def test_budget_exceeded_draws_nothing():
+    df = people(14, persons=200)
+    acct, gen = dp.Accountant(1.0, 1e-6), dp.ChaCha20(7)
+    acct.spend(0.5)
+    for keys, extra in ((None, dict(delta=1e-6)), (["d00"], {})):
+        with spends_nothing(acct, gen), pytest.raises(dp.BudgetExceededError):
+            dp.group_by(df, "dept", keys=keys).agg(n="count", epsilon=0.6, accountant=acct,
+                                                   rng=gen, **extra)
+
+
+def test_ledger_records_one_entry_per_release(tmp_path):
+    df = people(15, persons=300)
+    path = tmp_path / "ledger"
+    acct = dp.Accountant(10.0, 1e-3, ledger=path)
+    dp.group_by(df, "dept", privacy_unit="user").agg(n="count", total=("salary", "sum"),
+                                                     bounds={"salary": BOUNDS}, epsilon=0.5,
+                                                     delta=1e-6, accountant=acct, rng=1)
+    assert len(acct) == 1 and [(e.epsilon, e.delta) for e in acct.ledger] == [(0.5, 1e-6)]
+    acct.close()
+    again = dp.Accountant.from_ledger(path)
+    assert len(again) == 1 and again.spent == (0.5, 1e-6)
+    again.close()
+
+
+# -- 8. the output --------------------------------------------------------------------------
+
+def test_output_says_what_a_person_is_and_what_was_measured():
+    df = people(16, persons=2_000)
+    kw = dict(n="count", avg=("salary", "mean"), sd=("salary", "std"),
+              p75=("salary", 0.75), bounds={"salary": BOUNDS}, epsilon=3.0, delta=1e-6,
+              accountant=big_accountant(), rng=1)
+    out = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(**kw)
+    assert out.index.name == "dept" and list(out.columns) == ["n", "avg", "sd", "p75"]
+    assert out.attrs["privacy_unit"] == "user"
+    names = [m["measurement"] for m in out.attrs["plan"]]
+    assert names == ["count", "centred sum of salary", "centred sum of squares of salary",
+                     "0.75 quantile of salary"]
+    assert len(out) > 0 and out.index.is_monotonic_increasing
+    assert out["n"].dtype.kind == "i" and (out["n"] >= 0).all()
+    rows = dp.group_by(df, "dept").agg(**kw)
+    assert "each row" in rows.attrs["privacy_unit"]
+    assert "user" not in rows.attrs["privacy_unit"]
+    # The plan of the release is the plan's (without the selection row).
+    plan = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).plan(
+        **{k: v for k, v in kw.items() if k not in ("rng",)})
+    assert list(plan["measurement"])[1:] == names
