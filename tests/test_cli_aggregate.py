@@ -260,6 +260,26 @@ def test_bad_input_is_refused_by_option_before_any_charge(case, tmp_path, capsys
     assert not out.exists() and not list(tmp_path.glob(".out.csv.*"))
 
 
+def test_nulls_and_nan_in_a_parquet_file_are_refused_by_record(tmp_path, capsys):
+    path = tmp_path / "people.parquet"
+    ledger = tmp_path / "budget.ledger"
+    dp.Accountant(epsilon=5, ledger=str(ledger))
+    before = ledger.read_bytes()
+    common = ["--count", "--sum", "salary:0:9", "--keys", "a,b", "--epsilon", 1, "--ledger",
+              ledger]
+    pq.write_table(pa.table({"dept": ["a", None, "b"], "salary": [1.0, 2.0, 3.0],
+                             "user": [SECRET, "x", "y"]}), path)
+    code, out, err = run(capsys, path, "--by", "dept", *common)
+    assert code == 2 and "--by 'dept': record 2 of" in err and "has no key" in err
+    pq.write_table(pa.table({"dept": ["a", SECRET, "b"], "salary": [1.0, 2.0, np.nan]}), path)
+    code, out, err = run(capsys, path, "--by", "dept", *common)
+    assert code == 2 and "--sum 'salary': the value at record 3 of" in err and "NaN" in err
+    pq.write_table(pa.table({"dept": ["a", "b"], "salary": [SECRET, "1"]}), path)
+    code, out, err = run(capsys, path, "--by", "dept", *common)
+    assert code == 2 and "--sum 'salary': the column holds string, not numbers" in err
+    assert SECRET not in err and ledger.read_bytes() == before
+
+
 # -- files --------------------------------------------------------------------------------------
 def test_an_existing_output_is_replaced_only_with_force_and_never_the_input(people_csv,
                                                                           tmp_path, capsys):

@@ -950,9 +950,9 @@ def _check_aggregate_options(args: argparse.Namespace) -> None:
     if args.delta is not None and args.noise == "laplace" and args.keys is not None:
         raise CLIError("--delta applies to --noise gaussian or to keys selected privately "
                        "(no --keys); Laplace noise over public keys is pure epsilon-DP.")
-    if args.budget_delta is not None and args.ledger is None:
-        raise CLIError("--budget-delta sets the delta budget of a new --ledger file: give "
-                       "--ledger too.")
+    if args.ledger is None and (args.budget is not None or args.budget_delta is not None):
+        raise CLIError("--budget and --budget-delta set the budget of a new --ledger file: "
+                       "give --ledger too.")
 
 
 def _agg_header(path: str) -> tuple[list[str], "Any | None"]:
@@ -1559,8 +1559,8 @@ def _aggregate_parser(sub: Any) -> None:
                      help="rows each person keeps per key at most (default 1; needs "
                           "--privacy-unit)")
     agg.add_argument("--keys", metavar="K1,K2,...", default=None,
-                     help="the public keys, comma-separated (default: keys selected "
-                          "privately from the data)")
+                     help="the public keys, comma-separated, surrounding spaces ignored "
+                          "(default: keys selected privately from the data)")
     agg.add_argument("--count", dest="stats", action=_StatisticAction, nargs=0,
                      const="count", help="the noisy number of rows per key")
     for stat in AGG_STATISTICS:
