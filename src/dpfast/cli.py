@@ -1518,9 +1518,10 @@ Each statistic is one option, repeatable, in the order of the output's columns:
   --count                 noisy number of rows per key (column "count")
   --sum COL:LO:HI         noisy sum of COL clamped to the public range [LO, HI] ("sum_COL")
   --mean / --variance / --std COL:LO:HI   likewise ("mean_COL", "variance_COL", "std_COL")
-Write "--sum=COL:-5:5" when a bound is negative. LO and HI must be public: chosen without
-looking at the data. All statistics share one budget (--epsilon, --delta or --rho), split
-between the measurements to minimise their error; --plan shows the split.
+LO and HI must be public: chosen without looking at the data (negative bounds are fine:
+--sum balance:-500:500). All statistics share one budget (--epsilon, --delta or --rho),
+split between the key selection and the measurements; --plan shows the split, each
+measurement's noise and the selection's thresholds.
 
 What a person is: with --privacy-unit COL, each person (value of COL) keeps at most
 --max-groups keys and --max-rows rows per key, chosen uniformly at random under the
