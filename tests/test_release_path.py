@@ -160,6 +160,25 @@ MECHANISMS = {
             ({"frame_or_counts": np.full((2, 3), 0.5)}, VE),
             ({"frame_or_counts": np.array([[1.0, NAN], [0.0, 1.0]])}, VE)]),
 }
+# Statistics of records (dpfast.records): values clamped to public bounds.
+SALARIES = np.array([31.0, 45.5, 52.0, 67.25, 12.0, 88.0])
+RECORDS_BAD = COMMON_BAD + [
+    ({"bounds": DELETE}, TE), ({"bounds": None}, VE), ({"bounds": "auto"}, VE),
+    ({"bounds": (5.0, 5.0)}, VE), ({"bounds": (9.0, 1.0)}, VE), ({"bounds": (0.0, NAN)}, VE),
+    ({"bounds": (0.0, INF)}, VE), ({"bounds": 7.0}, TE), ({"bounds": (1.0, 2.0, 3.0)}, TE),
+    ({"values": [1.0, NAN]}, VE), ({"values": [1.0, -INF]}, VE), ({"values": ["a"]}, TE),
+    ({"values": np.zeros((2, 3))}, VE), ({"privacy_unit": [1, 2]}, VE),
+    ({"privacy_unit": [1, 2, 3, None, 5, 6]}, VE), ({"privacy_unit": [1, "b", 3, 4, 5, 6]}, TE),
+    ({"privacy_unit": [1, 1, 2, 2, 3, 3], "max_rows": 0}, VE),
+    ({"privacy_unit": [1, 1, 2, 2, 3, 3], "max_rows": 1.5}, TE), ({"max_rows": 2}, VE)]
+RECORDS_GOOD = {"values": SALARIES, "bounds": (0.0, 100.0), "epsilon": 1.0}
+for _name in ("sum", "mean", "variance", "std"):
+    MECHANISMS[_name] = (dict(RECORDS_GOOD), list(RECORDS_BAD))
+MECHANISMS["median"] = (dict(RECORDS_GOOD), RECORDS_BAD[:-1] + [({"method": "joint"}, TE)])
+MECHANISMS["quantiles"] = (
+    {**RECORDS_GOOD, "q": [0.25, 0.5, 0.75]},
+    RECORDS_BAD + [({"q": [0.5, 1.5]}, VE), ({"q": [NAN]}, VE), ({"q": []}, VE),
+                   ({"q": "half"}, TE), ({"method": "joint"}, VE)])
 POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],
               "histogram": ["data", "bins"], "histogramdd": ["sample", "bins"],
               "count_categories": ["values", "categories"], "noisy_counts": ["counts"],
@@ -169,7 +188,9 @@ POSITIONAL = {"laplace_mechanism": ["value"], "gaussian_mechanism": ["value"],
               "permute_and_flip": ["utilities"], "top_k": ["scores", "k"],
               "tree_mechanism": ["counts"], "census_hierarchy": ["data", "hierarchy"],
               "mwem": ["counts", "workload"], "smalldb": ["counts", "queries"],
-              "crosstab": ["frame", "columns"], "marginals": ["frame_or_counts"]}
+              "crosstab": ["frame", "columns"], "marginals": ["frame_or_counts"],
+              "sum": ["values"], "mean": ["values"], "variance": ["values"],
+              "std": ["values"], "median": ["values"], "quantiles": ["values", "q"]}
 
 
 # The counting releases take noise="laplace" (default) or "gaussian" with rho= or
@@ -194,7 +215,7 @@ GAUSSIAN_BAD = [
     ({"delta": 1e-6}, VE),                                    # delta with Laplace noise
     ({"noise": "normal"}, VE), ({"noise": 1}, TE), ({"noise": None}, TE),
 ]
-for _name in COUNTING:
+for _name in COUNTING + ["sum", "mean", "variance", "std"]:
     MECHANISMS[_name][1].extend(GAUSSIAN_BAD)
 
 
@@ -274,7 +295,8 @@ DATA = {"laplace_mechanism": "value", "gaussian_mechanism": "value", "histogram"
         "report_noisy_max": "scores", "exponential_mechanism": "utilities",
         "permute_and_flip": "utilities", "top_k": "scores", "tree_mechanism": "counts",
         "census_hierarchy": "data", "mwem": "counts", "smalldb": "counts",
-        "marginals": "frame_or_counts"}
+        "marginals": "frame_or_counts", "sum": "values", "mean": "values",
+        "variance": "values", "std": "values", "median": "values", "quantiles": "values"}
 # Mechanisms whose data is a frame (columns of records), not one array: their masked,
 # ragged and byte-order cases are in their own test files (tests/test_marginals.py).
 FRAME_DATA = {"crosstab"}

@@ -487,27 +487,34 @@ def variance(values: object, *, bounds: object, epsilon: object = None,
              threads: int | None = None, ddof: int = 0) -> float:
     """Differentially private variance of a column clamped to ``bounds``: noisy count, sum
     and sum of squares of the centred values (the budget in three equal parts), combined as
-    ``sumsq / n - (sum / n)**2`` (``n - ddof`` in the first denominator), clamped to
-    ``[0, ((high - low) / 2)**2]``. Parameters as :func:`sum`."""
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) \
-            or ddof < 0:
-        raise TypeError(f"The 'ddof' parameter of variance must be an int >= 0. Got {ddof!r} "
-                        "instead.")
-    col, (n, s, s2) = _moments("variance", values, bounds, privacy_unit, max_rows, 2, noise,
-                               epsilon, delta, rho, accountant, rng, threads)
-    n = max(n, 1.0)
-    var = (s2 - s * s / n) / max(n - int(ddof), 1.0)
-    return float(np.clip(var, 0.0, ((col.hi - col.lo) / 2.0) ** 2))
+    ``(sumsq - sum**2 / n) / (n - ddof)``, clamped to ``[0, ((high - low) / 2)**2]``.
+    Parameters as :func:`sum`."""
+    return _variance("variance", values, bounds, epsilon, delta, rho, noise, privacy_unit,
+                     max_rows, accountant, rng, threads, ddof)
 
 
 def std(values: object, *, bounds: object, epsilon: object = None, delta: object = None,
         rho: object = None, noise: object = "laplace", privacy_unit: object = None,
         max_rows: object = 1, accountant: AccountantLike | None = None,
         rng: RngLike = None, threads: int | None = None, ddof: int = 0) -> float:
-    """The square root of :func:`variance` (same release, same parameters)."""
-    return math.sqrt(variance(values, bounds=bounds, epsilon=epsilon, delta=delta, rho=rho,
-                              noise=noise, privacy_unit=privacy_unit, max_rows=max_rows,
-                              accountant=accountant, rng=rng, threads=threads, ddof=ddof))
+    """The square root of :func:`variance` (the same release; parameters as :func:`sum`)."""
+    return math.sqrt(_variance("std", values, bounds, epsilon, delta, rho, noise,
+                               privacy_unit, max_rows, accountant, rng, threads, ddof))
+
+
+def _variance(func: str, values: object, bounds: object, epsilon: object, delta: object,
+              rho: object, noise: object, privacy_unit: object, max_rows: object,
+              accountant: AccountantLike | None, rng: RngLike, threads: int | None,
+              ddof: object) -> float:
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) \
+            or ddof < 0:
+        raise TypeError(f"The 'ddof' parameter of {func} must be an int >= 0. Got {ddof!r} "
+                        "instead.")
+    col, (n, s, s2) = _moments(func, values, bounds, privacy_unit, max_rows, 2, noise,
+                               epsilon, delta, rho, accountant, rng, threads)
+    n = max(n, 1.0)
+    var = (s2 - s * s / n) / max(n - int(ddof), 1.0)
+    return float(np.clip(var, 0.0, ((col.hi - col.lo) / 2.0) ** 2))
 
 
 # -- quantiles ------------------------------------------------------------------------------
@@ -627,7 +634,14 @@ def quantiles(values: object, q: object, *, bounds: object, epsilon: object,
         The quantiles in the order of ``q`` (a 0-d array for a scalar ``q``), grid points
         ``low + k g``.
     """
-    func = "quantiles"
+    return _quantiles("quantiles", values, q, bounds, epsilon, privacy_unit, max_rows, method,
+                      accountant, rng, threads)
+
+
+def _quantiles(func: str, values: object, q: object, bounds: object, epsilon: object,
+               privacy_unit: object, max_rows: object, method: str,
+               accountant: AccountantLike | None, rng: RngLike,
+               threads: int | None) -> NDArray[np.float64]:
     qs = check_q(q, func)
     col = _column(func, values, bounds, privacy_unit, max_rows)
     eps = _v.check_epsilon(epsilon, func)
@@ -663,7 +677,6 @@ def median(values: object, *, bounds: object, epsilon: object, privacy_unit: obj
            rng: RngLike = None, threads: int | None = None) -> float:
     """The differentially private median: :func:`quantiles` at 0.5 (one draw, sensitivity
     ``max_rows / 2`` of the rank utility)."""
-    return float(quantiles(values, 0.5, bounds=bounds, epsilon=epsilon,
-                           privacy_unit=privacy_unit, max_rows=max_rows,
-                           accountant=accountant, rng=rng, threads=threads))
+    return float(_quantiles("median", values, 0.5, bounds, epsilon, privacy_unit, max_rows,
+                            "recursive", accountant, rng, threads))
 
