@@ -57,9 +57,9 @@ def test_same_release_as_the_whole_frame(clusters, people, unit, keys, noise):
     want = dp.group_by(people, "dept", privacy_unit=unit, keys=keys, **bounds).agg(
         accountant=_budget(), rng=seed, **_privacy(noise, keys), **STATS)
     assert (want["n"] > 0).sum() >= 3
-    for workers in (1, 2):
+    for workers, partitionings in ((1, (7,)), (2, (1, 3, 7))):
         with clusters(workers).as_current():
-            for parts in (1, 3, 7):
+            for parts in partitionings:
                 frame = dd.from_pandas(people, npartitions=parts)
                 acct = _budget()
                 got = dpd.group_by(frame, "dept", privacy_unit=unit, keys=keys,
@@ -275,3 +275,43 @@ def test_priorities_of_a_run_are_the_cells_of_the_whole(people):
                      (2 * _native.CHUNK - 3, 103), (5, 0)):
         got = dpd._uniforms_from(key, start, n)
         assert np.array_equal(got, whole[start:start + n]), (start, n)
+
+
+def test_a_worker_killed_after_the_charge_changes_nothing(clusters):
+    # The release runs in a thread; the moment its charge is recorded, a worker (holding
+    # half the rows kept for the release) is SIGKILLed. Its rows are made again from the
+    # frame's graph, checked against their digest, and the release is the single-machine
+    # one.
+    import os
+    import signal
+    import threading
+    import time
+    rng = np.random.default_rng(12)
+    n = 200_000
+    rows = pd.DataFrame({"dept": rng.integers(0, 50, n), "user": rng.integers(0, 40_000, n),
+                         "salary": rng.uniform(0.0, 100.0, n)})
+    kw = dict(rng=61, epsilon=1.0, delta=1e-6, **STATS)
+    want = dp.group_by(rows, "dept", privacy_unit="user", max_rows=4).agg(
+        accountant=_budget(), **kw)
+    client = clusters(2)
+    pids = client.run(os.getpid)
+    acct = _budget()
+    out = {}
+
+    def release():
+        with client.as_current():
+            out["got"] = dpd.group_by(dd.from_pandas(rows, npartitions=8), "dept",
+                                      privacy_unit="user", max_rows=4).agg(accountant=acct,
+                                                                           **kw)
+    thread = threading.Thread(target=release)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(acct) == 0 and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    assert len(acct) == 1                                   # charged, not yet released
+    os.kill(next(iter(pids.values())), signal.SIGKILL)
+    assert "got" not in out                                 # killed mid-release
+    thread.join(120)
+    assert not thread.is_alive()
+    pd.testing.assert_frame_equal(out["got"], want, check_exact=True)
+    client.wait_for_workers(2, timeout=60)                  # the nanny restarts it
