@@ -3,7 +3,8 @@ DataFrame as dpfast.group_by on the whole frame with the same seed, for 1 and 2 
 1, 3 and 7 partitions (private and public keys, with and without a privacy unit, Laplace and
 Gaussian noise); bad records refused before the charge with the single-machine path's
 errors; an unpayable budget reads nothing; the rows released are the rows read before the
-charge. Skipped without Dask. No timing assertions."""
+charge, and a worker killed after the charge changes nothing. Skipped without Dask. No
+timing assertions."""
 import numpy as np
 import pytest
 

@@ -9,7 +9,11 @@ lives in a Dask collection (larger than memory, on disk, on a cluster):
   :func:`census_hierarchy` and :func:`tree_mechanism` on Dask DataFrames (read from Parquet
   or CSV): each partition is counted on a worker by dpfast's compiled counting, the
   partition counts are summed on the workers, and the noise is added where the counts are,
-  in one task; only the released table reaches the client, never a record.
+  in one task; only the released table reaches the client, never a record;
+- :func:`group_by` on a Dask DataFrame: ``.agg(...)`` releases per-key statistics of
+  records (each person's rows bounded, keys public or selected privately) equal to
+  :func:`dpfast.group_by` on the whole frame; the statistics per key are summed on the
+  workers and the release is finished on the client from them (see :func:`group_by`).
 
 Every release takes the noise keywords of its namesake: ``noise="laplace"`` (default) with
 ``epsilon=``, or ``noise="gaussian"`` with ``rho=`` (a zCDP cost) or ``epsilon=`` and
