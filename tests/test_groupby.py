@@ -162,7 +162,8 @@ def reference_pi(eps, delta, upto):
     return np.array(pi)
 
 
-def test_private_keys_are_keys_of_the_data():
+@pytest.mark.parametrize("rule", ["auto", "optimal", "gaussian"])
+def test_private_keys_are_keys_of_the_data(rule):
     """Private keys: every key released is a key of the data (the released set is a subset
     of the data's keys; a key listed nowhere is never released), keys far above the
     threshold are all released, and with a tiny epsilon keys of few people never are."""
@@ -174,12 +175,14 @@ def test_private_keys_are_keys_of_the_data():
     acct, data_keys = big_accountant(), set(df["dept"])
     for seed in range(10):
         out = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(
-            n="count", epsilon=5.0, delta=1e-3, accountant=acct, rng=seed)
+            n="count", epsilon=5.0, delta=1e-3, selection_rule=rule, accountant=acct,
+            rng=seed)
         assert set(out.index) <= data_keys
         assert set(out.index) >= {f"d{d:02d}" for d in range(8)}   # ~1,000 people each
         assert list(out.index) == sorted(out.index)
         tiny = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(
-            n="count", epsilon=0.01, delta=1e-12, accountant=acct, rng=seed)
+            n="count", epsilon=0.01, delta=1e-12, selection_rule=rule, accountant=acct,
+            rng=seed)
         assert not {"rare-1", "rare-2"} & set(tiny.index)
         assert set(tiny.index) <= data_keys
 
@@ -333,18 +336,20 @@ SPECS = dict(n="count", avg=("salary", "mean"), sd=("salary", "std"), med=("sala
 
 
 def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS):
-    """What a public-key release measures before its noise: the plan, the key statistics
-    (rows, people, sums in grid units) and the grids, computed by the release's own steps
-    under the key stream of ``seed`` (the first keys after the charge)."""
+    """What a release measures before its noise: the plan, the key statistics (rows,
+    people, sums in grid units) and the grids, computed by the release's own steps under the
+    key stream of ``seed`` (the first keys after the charge). ``keys=None``: the data's
+    keys, sorted (as private keys are coded)."""
     func = "test"
     gb = dp.group_by(frame, "dept", privacy_unit="user", max_groups=max_groups,
                      max_rows=max_rows, keys=keys)
     specs = groupby._specs(SPECS, func)
-    gp = gb._plan(func, specs, {"salary": bounds}, "laplace", 1.0, None, None, None, None)
+    gp = gb._plan(func, specs, {"salary": bounds}, "laplace", 1.0,
+                  1e-6 if keys is None else None, None, None, None)
     k = groupby._group_codes(frame["dept"].to_numpy(), keys, func)
     values = {"salary": records.check_values(frame["salary"].to_numpy(), func)}
     person = records.person_ids(frame["user"].to_numpy(), len(frame), func)
-    stream = Release(func, dp.Accountant(), gp.epsilon, gp.delta, seed, 1, len(frame),
+    stream = Release(func, big_accountant(), gp.epsilon, gp.delta, seed, 1, len(frame),
                      rho=gp.plan.rho).charge_keys()
     code, inside = k.code, k.code >= 0
     flags = records.bound(stream, 1, person[inside], code[inside], max_groups, max_rows)
@@ -353,6 +358,91 @@ def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS):
     st = groupby.key_statistics(code[inside], flags, values, k.values.size, grids,
                                 groupby.quantile_bounds(gp, specs))
     return gp, st, grids["salary"]
+
+
+def ghost_keys(ghosts=50, others=20):
+    """Ghost person i has one row in key g<i> and one in "main" (as do ``others`` more
+    people): with max_groups=1 each ghost keeps one of their two keys, so about half the
+    ghost keys end up with no person at all."""
+    dept = [f"g{i:02d}" for i in range(ghosts)] + ["main"] * (ghosts + others)
+    user = list(range(ghosts)) + list(range(ghosts + others))
+    return pd.DataFrame({"dept": np.array(dept, dtype=object), "user": user,
+                         "salary": np.ones(len(user))})
+
+
+@pytest.mark.parametrize("rule", ["optimal", "gaussian"])
+def test_a_key_whose_rows_were_all_dropped_is_never_released(rule):
+    """A key of the data none of whose rows survived the bounding has no person: it is
+    never released, even at a budget that releases most keys of one person."""
+    df = ghost_keys()
+    empty_seen = released_one = 0
+    for seed in range(12):
+        _, st, _ = exact_statistics(df, None, 1, 1, seed=seed)
+        labels = np.array(sorted(df["dept"].unique()), dtype=object)
+        out = dp.group_by(df, "dept", privacy_unit="user").agg(
+            n="count", epsilon=80.0, delta=0.9, selection=0.5, selection_rule=rule,
+            accountant=dp.Accountant(math.inf, 0.99), rng=seed)
+        assert set(out.index) <= set(labels[st.people > 0]), seed
+        empty_seen += int((st.people == 0).sum())
+        released_one += len(set(out.index) & set(labels[st.people == 1]))
+    assert empty_seen > 100                       # the case really occurred
+    assert released_one > 100                     # and keys of one person were released
+
+
+def test_gaussian_rule_parameters_pay_for_its_delta():
+    """The weighted Gaussian rule's threshold tau: a person with t <= max_groups keys only
+    they have (weight 1/sqrt(t) each, at most one grid step more after rounding) gets any
+    of them released with probability at most the threshold's delta, which with the noise's
+    delta is the selection's delta; sigma is at least the analytic Gaussian's for l2 = 1."""
+    for max_groups, epsilon, delta in [(2, 1.0, 0.2), (3, 2.0, 1e-6), (5, 0.5, 1e-8),
+                                       (1, 1.0, 1e-6)]:
+        gb = dp.group_by(ghost_keys(), "dept", privacy_unit="user", max_groups=max_groups)
+        gp = gb._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon,
+                      delta, None, None, None, "gaussian")
+        m, tau = gp.gaussian.measure, gp.gaussian.tau
+        sigma, g = m.noise.sigma, m.noise.g
+        d_threshold = gp.selection_delta - m.delta
+        assert d_threshold > 0 and m.epsilon <= gp.selection_epsilon
+        assert sigma >= dp.noise.gaussian_sigma_for(1.0, m.epsilon, m.delta, False) * (1 - 1e-12)
+        for t in range(1, max_groups + 1):
+            p_any = t * stats.norm.sf((tau - g - 1 / math.sqrt(t)) / sigma)
+            assert p_any <= d_threshold * (1 + 1e-9), (max_groups, t, p_any, d_threshold)
+
+
+@pytest.mark.parametrize("keys_each", [1, 2])
+def test_gaussian_rule_release_frequency(keys_each):
+    """Keys with n people, each person having ``keys_each`` keys (weight 1/sqrt(k) each):
+    the fraction released over many seeds is P(n w + Z > tau), Z ~ N(0, sigma^2) (binomial
+    test; the grid of the noise, 2e-6, moves it by far less than the test sees)."""
+    max_groups, epsilon, delta = 2, 2.0, 0.2
+    probe = dp.group_by(ghost_keys(), "dept", privacy_unit="user", max_groups=max_groups)
+    gp = probe._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon,
+                     delta, 0.5, None, None, "gaussian")
+    sigma, tau = gp.gaussian.measure.noise.sigma, gp.gaussian.tau
+    w = math.floor(2**30 / math.sqrt(keys_each)) / 2**30
+    levels = [1, 2, 3, 5]
+    dept, user, pid, per_level = [], [], 0, 100
+    for n in levels:
+        for k in range(per_level):
+            for _ in range(n):
+                for j in range(keys_each):        # the person's other key: a sink
+                    dept.append(f"n{n}-k{k:03d}" if j == 0 else f"sink{pid % 7}")
+                    user.append(pid)
+                pid += 1
+    data = {"dept": np.array(dept, dtype=object), "user": np.array(user),
+            "salary": np.zeros(len(user))}
+    released = dict.fromkeys(levels, 0)
+    gen, seeds = dp.ChaCha20(91), 30
+    for _ in range(seeds):
+        out = dp.group_by(data, "dept", privacy_unit="user", max_groups=max_groups).agg(
+            n="count", epsilon=epsilon, delta=delta, selection=0.5,
+            selection_rule="gaussian", accountant=dp.Accountant(math.inf, 0.99), rng=gen)
+        for n in levels:
+            released[n] += sum(1 for k in out.index if k.startswith(f"n{n}-"))
+    for n in levels:
+        p = stats.norm.sf((tau - n * w) / sigma)
+        assert stats.binomtest(released[n], seeds * per_level, p).pvalue > ALPHA, (
+            n, released[n], p)
 
 
 def add_person(frame, keys, groups, rows, value):
