@@ -705,6 +705,59 @@ def test_public_keys_of_mixed_types_in_a_list_refused():
             raise AssertionError(f"keys of mixed types released as {list(out.index)}")
 
 
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "groupby._group_codes reads a key column given as a list (a dict of lists) with "
+    "_v.as_array, which turns ['a', 1, ...] into strings: keys of mixed types are merged "
+    "('1' and 1) and released instead of refused. Read a list as objects first and call "
+    "records.check_keys_column on that, as records.person_ids does"))
+def test_key_column_of_mixed_types_in_a_list_refused():
+    acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(2)
+    data = {"dept": ["a", 1, "a", "1"], "salary": [1.0, 2.0, 3.0, 4.0]}
+    with spends_nothing(acct, gen):
+        try:
+            out = dp.group_by(data, "dept").agg(n="count", epsilon=1.0, delta=1e-6,
+                                                accountant=acct, rng=gen)
+        except TypeError as exc:
+            assert "'by'" in str(exc)
+        else:
+            raise AssertionError(f"keys of mixed types released as {list(out.index)}")
+
+
+HUGE_EPSILON_REASON = (
+    "selection_probabilities calls math.exp(epsilon), which overflows past epsilon ~709: "
+    "GroupBy.agg with private keys and a per-key selection epsilon above it raises "
+    "OverflowError in groupby._select, AFTER the charge (the budget is spent, nothing is "
+    "released), and GroupBy.plan raises OverflowError too. Fix: in selection_probabilities "
+    "use min(epsilon, 700.0) (a rule that is DP at a smaller epsilon is DP at a larger one) "
+    "or refuse such an epsilon in GroupBy._plan, before the charge")
+
+
+@pytest.mark.parametrize("rule", [
+    pytest.param("optimal", marks=pytest.mark.xfail(strict=True, raises=OverflowError,
+                                                    reason=HUGE_EPSILON_REASON)),
+    "gaussian"])
+def test_huge_epsilon_with_private_keys_releases_or_refuses_before_the_charge(rule):
+    """epsilon 2,000 with private keys: a release (every key of 50 people kept), or a
+    refusal before anything is charged or drawn -- never a charge without a release."""
+    df = pd.DataFrame({"dept": ["a"] * 50 + ["b"] * 50, "user": np.arange(100),
+                       "salary": np.ones(100)})
+    acct, gen = big_accountant(), dp.ChaCha20(3)
+    gb = dp.group_by(df, "dept", privacy_unit="user")
+    before = rng_state(gen)
+    try:
+        out = gb.agg(n="count", epsilon=2000.0, delta=1e-6, selection_rule=rule,
+                     accountant=acct, rng=gen)
+    except ValueError:
+        assert acct.spent == (0.0, 0.0) and len(acct) == 0 and rng_state(gen) == before
+    else:
+        assert list(out.index) == ["a", "b"] and acct.spent == (2000.0, 1e-6)
+        plan = gb.plan(n="count", epsilon=2000.0, delta=1e-6, selection_rule=rule)
+        assert plan["people for p=0.99"][0] <= 2
+    if rule == "optimal":
+        pi = groupby.selection_probabilities(800.0, 1e-6)
+        assert pi[0] == 0 and pi[1] <= 1e-6 and pi[-1] == 1.0
+
+
 @pytest.mark.parametrize("bad, kind", [(math.nan, "NaN"), (math.inf, "infinite"),
                                        (-math.inf, "infinite")])
 def test_bad_value_named_by_column_and_position_never_shown(bad, kind):
