@@ -376,6 +376,50 @@ def _cases() -> dict[str, list[Case]]:
             Case(lambda a, g, o: dp.count_categories(
                 pa.array([TEXT, None, "b"]).dictionary_encode(), ["b"], epsilon=1.0,
                 accountant=a, rng=g)))
+    # Statistics of records: values, privacy units and keys are data.
+    cases.update({
+        "dpfast.sum": [
+            Case(lambda a, g, o: dp.sum(COUNTS_NAN, bounds=(0.0, 1.0), epsilon=1.0,
+                                        accountant=a, rng=g)),
+            Case(lambda a, g, o: dp.sum([TEXT, "x"], bounds=(0.0, 1.0), epsilon=1.0,
+                                        accountant=a, rng=g)),
+        ],
+        "dpfast.mean": [
+            Case(lambda a, g, o: dp.mean([FLOAT, 2.0, 3.0], bounds=(0.0, 1.0), epsilon=1.0,
+                                         privacy_unit=[TEXT, None, "b"], max_rows=2,
+                                         accountant=a, rng=g)),
+        ],
+        "dpfast.variance": [
+            Case(lambda a, g, o: dp.variance([FLOAT, 2.0], bounds=(0.0, 1.0), epsilon=1.0,
+                                             privacy_unit=[INT, TEXT], max_rows=2,
+                                             accountant=a, rng=g)),
+        ],
+        "dpfast.std": [
+            Case(lambda a, g, o: dp.std([FLOAT, float("inf")], bounds=(0.0, 1.0),
+                                        epsilon=1.0, accountant=a, rng=g)),
+        ],
+        "dpfast.quantiles": [
+            Case(lambda a, g, o: dp.quantiles(COUNTS_NAN, [0.5], bounds=(0.0, 1.0),
+                                              epsilon=1.0, accountant=a, rng=g)),
+        ],
+        "dpfast.median": [
+            Case(lambda a, g, o: dp.median([FLOAT, 2.0], bounds=(0.0, 1.0), epsilon=1.0,
+                                           privacy_unit=[INT], max_rows=2, accountant=a,
+                                           rng=g)),
+        ],
+        "dpfast.group_by": [
+            Case(lambda a, g, o: dp.group_by({"k": [TEXT, None], "v": [FLOAT, 2.0]}, "k")
+                 .agg(n="count", epsilon=1.0, delta=1e-6, accountant=a, rng=g)),
+            Case(lambda a, g, o: dp.group_by({"k": [TEXT, INT], "v": [FLOAT, 2.0]}, "k")
+                 .agg(n="count", epsilon=1.0, delta=1e-6, accountant=a, rng=g)),
+        ],
+        "dpfast.GroupBy": [
+            Case(lambda a, g, o: dp.GroupBy({"k": [INT, 2], "v": [FLOAT, NAN]}, "k",
+                                            keys=[INT, 2])
+                 .agg(m=("v", "mean"), bounds={"v": (0.0, 1.0)}, epsilon=1.0,
+                      accountant=a, rng=g)),
+        ],
+    })
     if dpd is not None:
         def dask_counts(values: Any) -> Any:
             return da.from_array(np.asarray(values), chunks=2)
@@ -422,6 +466,19 @@ def _cases() -> dict[str, list[Case]]:
                     Case(lambda a, g, o: dpd.tree_mechanism(
                         frame(leaf=[0, INT, 1, 2]), "leaf", 8, epsilon=1.0, accountant=a,
                         rng=g).compute()),
+                ],
+                "dpfast.dask.group_by": [
+                    Case(lambda a, g, o: dpd.group_by(
+                        frame(k=[INT, 2], v=[FLOAT, NAN]), "k", keys=[INT, 2])
+                        .agg(m=("v", "mean"), bounds={"v": (0.0, 1.0)}, epsilon=1.0,
+                             accountant=a, rng=g)),
+                ],
+                "dpfast.dask.GroupBy": [
+                    Case(lambda a, g, o: dpd.GroupBy(
+                        frame(k=[TEXT, "b"], u=[INT, 3], v=[FLOAT, NAN]), "k",
+                        privacy_unit="u", max_rows=2, keys=[TEXT, "b"])
+                        .agg(m=("v", "mean"), bounds={"v": (0.0, 1.0)}, epsilon=1.0,
+                             accountant=a, rng=g)),
                 ],
             })
     return cases

@@ -142,7 +142,7 @@ class _Keys(NamedTuple):
 
 
 def _group_codes(col: Any, keys: object, func: str) -> _Keys:
-    arr = _v.as_array(col, "by", func, categories=True)
+    arr = records.as_ids(col, "by", func)
     if arr.ndim != 1:
         raise ValueError(f"The 'by' column of {func} must be one-dimensional.")
     records.check_keys_column(arr, "by", func)

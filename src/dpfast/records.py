@@ -98,13 +98,7 @@ def person_ids(unit: object, n: int, func: str,
     """The privacy unit of each of ``n`` rows as int64 ids: integers as they are, anything
     else (strings, ...) by its code among the distinct values. Nulls and mixed types are
     refused."""
-    if isinstance(unit, (list, tuple)):
-        # numpy would read [1, "1"] as two equal strings: a list is read as objects first,
-        # so that values of mixed types are refused rather than merged.
-        objects = np.empty(len(unit), dtype=object)
-        objects[:] = unit
-        check_keys_column(objects, name, func)
-    arr = _v.as_array(unit, name, func, categories=True)
+    arr = as_ids(unit, name, func)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"The {name!r} parameter of {func} must be one id per row ({n} "
                          f"rows). Got {_v.describe(unit)} instead.")
@@ -115,6 +109,17 @@ def person_ids(unit: object, n: int, func: str,
     if arr.dtype.kind == "b":
         return np.ascontiguousarray(arr, dtype=np.int64)
     return _codes(arr, name, func)
+
+
+def as_ids(values: object, name: str, func: str) -> NDArray[Any]:
+    """A column of ids or keys as a numpy array. A list or tuple is read as objects first
+    and refused if its values are of mixed types: numpy would read ``[1, "1"]`` as two
+    equal strings, merging two people (or keys)."""
+    if isinstance(values, (list, tuple)):
+        objects = np.empty(len(values), dtype=object)
+        objects[:] = values
+        check_keys_column(objects, name, func)
+    return _v.as_array(values, name, func, categories=True)
 
 
 def _codes(arr: NDArray[Any], name: str, func: str) -> NDArray[np.int64]:
@@ -141,19 +146,20 @@ def check_keys_column(arr: NDArray[Any], name: str, func: str) -> None:
         return
     try:
         import pandas as pd
-        kind = pd.api.types.infer_dtype(arr, skipna=False)
     except ImportError:                                         # pragma: no cover
-        kind = "string" if all(isinstance(v, str) for v in arr) else "mixed"
-    if kind in ("mixed", "mixed-integer", "mixed-integer-float", "empty") or \
-            any(v is None for v in arr[:0]):
         nulls = np.array([v is None or (isinstance(v, float) and math.isnan(v))
                           for v in arr], dtype=bool)
-        if nulls.any():
-            raise ValueError(f"The {name!r} parameter of {func} must not contain nulls. Got "
-                             f"{_v.entry_at(nulls, 'is null')} instead.")
-        if kind != "empty":
-            raise TypeError(f"The {name!r} parameter of {func} must hold values of one type "
-                            "(all strings, or all integers, ...). Got values of mixed types.")
+        kinds = {type(v) for v in arr}
+        mixed = len(kinds) > 1
+    else:
+        nulls = np.asarray(pd.isna(arr), dtype=bool)            # None, NaN, pd.NA, NaT
+        mixed = pd.api.types.infer_dtype(arr, skipna=True).startswith("mixed")
+    if nulls.any():
+        raise ValueError(f"The {name!r} parameter of {func} must not contain nulls. Got "
+                         f"{_v.entry_at(nulls, 'is null')} instead.")
+    if mixed:
+        raise TypeError(f"The {name!r} parameter of {func} must hold values of one type "
+                        "(all strings, or all integers, ...). Got values of mixed types.")
 
 
 def check_max(value: object, name: str, func: str) -> int:
