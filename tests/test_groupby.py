@@ -330,6 +330,46 @@ def test_release_frequency_of_a_key_is_pi_of_its_people(max_groups):
     assert released[1] < released[5] < released[t] <= released[2 * t]
 
 
+def em_log_probs(s, top, q, a):
+    """Exact log-probabilities, per gap j of the sorted grid points ``s`` (j values below),
+    of the exponential mechanism over the integers 0..top with utility -|j - q n| and factor
+    a: the gap's weight is its number of integers times exp(-a |j - q n|)."""
+    s = np.asarray(s, dtype=np.float64)
+    count = np.diff(np.concatenate(([-1.0], s, [float(top)])))
+    with np.errstate(divide="ignore"):
+        lw = np.log(count) - a * np.abs(np.arange(s.size + 1) - q * s.size)
+    return lw - np.logaddexp.reduce(lw), count
+
+
+def test_grouped_quantiles_follow_the_exponential_mechanism_per_key():
+    """Two keys, two quantiles at once, max_groups=2 and max_rows=2 (every row kept: one row
+    a person): over 2,000 releases the gap each output lands in follows the exact mechanism
+    at the quantile's share of epsilon divided by max_groups, with the rank utility's
+    sensitivity max_rows max(q, 1 - q) (chi-square per key and quantile)."""
+    x = {"a": np.array([1.0, 2.0, 2.0, 5.0, 6.5]), "b": np.array([0.5, 3.0, 7.0])}
+    data = {"dept": np.array(["a"] * 5 + ["b"] * 3, dtype=object),
+            "user": np.arange(8), "salary": np.concatenate([x["a"], x["b"]])}
+    bounds, eps, max_groups, max_rows = (0.0, 8.0), 8.0, 2, 2
+    gb = dp.group_by(data, "dept", privacy_unit="user", max_groups=max_groups,
+                     max_rows=max_rows, keys=["a", "b"])
+    acct, gen, n = dp.Accountant(), dp.ChaCha20(41), 2_000
+    out = [gb.agg(med=("salary", "median"), q3=("salary", 0.3), bounds={"salary": bounds},
+                  epsilon=eps, accountant=acct, rng=gen) for _ in range(n)]
+    for col, q in (("med", 0.5), ("q3", 0.3)):
+        share = [m["epsilon"] for m in out[0].attrs["plan"]
+                 if m["measurement"] == f"{q:g} quantile of salary"][0]
+        assert share == pytest.approx(eps / 2)
+        for key in ("a", "b"):
+            s, g, top = grid_points(x[key], bounds)
+            logp, _ = em_log_probs(s, top, q, share / max_groups / (2 * max_rows * max(q, 1 - q)))
+            y = (np.array([o.loc[key, col] for o in out]) - bounds[0]) / g
+            j = np.searchsorted(s, y, side="left")
+            obs, p = np.bincount(j, minlength=s.size + 1), np.exp(logp)
+            assert np.all(obs[p == 0] == 0)
+            live = p > 0
+            assert stats.chisquare(obs[live], p[live] * n).pvalue > ALPHA, (key, q, obs)
+
+
 # -- 4. neighbours: each key's exact statistics move within the plan's sensitivities -------
 
 SPECS = dict(n="count", avg=("salary", "mean"), sd=("salary", "std"), med=("salary", 0.5))
@@ -512,11 +552,12 @@ RELEASE = dict(n="count", total=("salary", "sum"), avg=("salary", "mean"),
                med=("salary", "median"))
 
 
-def release(data, unit="user", keys=None, rng=21, threads=None, by="dept"):
+def release(data, unit="user", keys=None, rng=21, threads=None, by="dept", **kw):
     return dp.group_by(data, by, privacy_unit=unit, max_groups=2, max_rows=2,
                        keys=keys).agg(**RELEASE, bounds={"salary": BOUNDS}, epsilon=2.0,
                                       delta=1e-6 if keys is None else None,
-                                      accountant=big_accountant(), rng=rng, threads=threads)
+                                      accountant=big_accountant(), rng=rng, threads=threads,
+                                      **kw)
 
 
 def test_same_release_for_one_and_two_threads():
@@ -525,6 +566,8 @@ def test_same_release_for_one_and_two_threads():
     one = release(df, threads=1)
     assert len(one) > 0
     pd.testing.assert_frame_equal(release(df, threads=2), one)
+    pd.testing.assert_frame_equal(release(df, threads=2, selection_rule="optimal"),
+                                  release(df, threads=1, selection_rule="optimal"))
     pd.testing.assert_frame_equal(release(df, threads=2, keys=list(one.index)),
                                   release(df, threads=1, keys=list(one.index)))
     assert not release(df, rng=22).equals(one)
