@@ -297,10 +297,13 @@ def _dpfast_grouped(path: str, options: Mapping[str, Any]) -> _Setup:
         raise Skip("dpfast.group_by not available")
 
     def compute(frame: Any) -> Any:
+        # The process's default accountant has no delta to spend (epsilon=inf, delta=0):
+        # the release gets a budget of exactly what it spends, as a user's would.
+        budget = {"accountant": dp.Accountant(epsilon=EPSILON, delta=DELTA)}
         out = group_by(frame, "dept", privacy_unit="user_id", max_groups=MAX_GROUPS,
                        max_rows=MAX_ROWS).agg(
             n="count", total=("salary", "sum"), avg=("salary", "mean"),
-            bounds={"salary": (LO, HI)}, epsilon=EPSILON, delta=DELTA)
+            bounds={"salary": (LO, HI)}, epsilon=EPSILON, delta=DELTA, **budget)
         return {"keys": np.asarray(out.index, dtype=np.int64),
                 "means": np.asarray(out["avg"], dtype=np.float64)}
     return {"library": "dpfast", "version": dp.__version__}, compute, _load_numpy
@@ -682,6 +685,7 @@ def run(rows: int = 10**7, peers: bool = True, timeout: float = TIMEOUT, repeats
                               "true_median": true["median"], "true_mean": true["overall_mean"],
                               "epsilon": EPSILON, "delta": DELTA, "max_groups": MAX_GROUPS,
                               "max_rows": MAX_ROWS, "bounds": (LO, HI)}
+    load_start = os.getloadavg()[0]
     base = bounded_baseline(table)
     released = base.pop("released")
     base.update(library="no privacy", released=released_count(released, true),
@@ -716,11 +720,12 @@ def run(rows: int = 10**7, peers: bool = True, timeout: float = TIMEOUT, repeats
             report.setdefault("grouped" if task == "grouped" else "ungrouped", []).extend(results)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)    # made by mkdtemp above, ours alone
+    report["load_average"] = (load_start, os.getloadavg()[0])
     return report
 
 
 def _progress_line(r: Mapping[str, Any]) -> str:
-    head = f"{r['library']} {r['task']}"
+    head = f"{r['library']} {r['task']}" + (f" ({r['note']})" if r.get("note") else "")
     if "skipped" in r:
         return f"{head}: skipped ({r['skipped']})"
     if "failed" in r:
@@ -750,7 +755,12 @@ def _name(r: Mapping[str, Any]) -> str:
 def to_markdown(report: Mapping[str, Any]) -> str:
     """The report as the issue's tables: grouped, then the ungrouped median and mean."""
     label = _rows_label(report["rows"])
-    lines = [f"Machine: {machine_line(report['machine'])}", "",
+    load = report.get("load_average")
+    busy = (f" Load average (1 min) {load[0]:.1f} at the start, {load[1]:.1f} at the end: "
+            f"the machine is shared, and a load above its {report['machine']['cores']} cores "
+            f"inflates the times."
+            if load else "")
+    lines = [f"Machine: {machine_line(report['machine'])}.{busy}", "",
              f"Table: {report['rows']:,} rows, {report['people']:,} people with 1-20 rows "
              f"each, {report['departments']:,} Zipf-distributed departments, log-normal "
              f"salaries clamped to [0, 300 000]; epsilon = {report['epsilon']:g}, delta = "
@@ -765,8 +775,9 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         if "skipped" in r or "failed" in r:
             skipped.append(r)
             continue
+        spurious = f" ({r['spurious']:,.0f} with no record!)" if r.get("spurious") else ""
         lines.append(f"| {_name(r)} | {r['seconds']:.2f} s (loading {r['load_seconds']:.1f} s)"
-                     f" | {r['released']:,.0f} | {r['error']:.3g} | {_memory(r)} |")
+                     f" | {r['released']:,.0f}{spurious} | {r['error']:.3g} | {_memory(r)} |")
     b = report["baseline"]
     lines.append(f"| no privacy: numpy bounding (stable sort) + `bincount` | {b['seconds']:.2f} s"
                  f" (bounding {b['bounding_seconds']:.2f} s) | {b['released']:,} | "
