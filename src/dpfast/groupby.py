@@ -189,11 +189,24 @@ def _dense_int_codes(arr: NDArray[Any]) -> _Keys | None:
     span = int(hi) - int(lo) + 1
     if span > max(4 * arr.size, 1 << 16):
         return None
-    offset = arr - arr.dtype.type(lo) if arr.dtype.kind == "u" else arr - lo
-    present = np.bincount(offset, minlength=span) > 0
+    # A block at a time, writing the codes in place: a large column's temporaries stay a
+    # block's.
+    present = np.zeros(span, dtype=bool)
+    block = STATISTICS_BLOCK
+    for a in range(0, arr.size, block):
+        present[_offsets(arr[a:a + block], lo)] = True
     rank = np.cumsum(present) - 1
+    code = np.empty(arr.size, dtype=np.int64)
+    for a in range(0, arr.size, block):
+        code[a:a + block] = rank[_offsets(arr[a:a + block], lo)]
     values = (np.flatnonzero(present) + int(lo)).astype(arr.dtype)
-    return _Keys(rank[offset].astype(np.int64), values, False)
+    return _Keys(code, values, False)
+
+
+def _offsets(arr: NDArray[Any], lo: int | float) -> NDArray[np.int64]:
+    """Integer keys minus the smallest, as int64 (the span is small)."""
+    out: NDArray[np.int64] = (arr - arr.dtype.type(lo)).astype(np.int64, copy=False)
+    return out
 
 
 # -- the release ----------------------------------------------------------------------------
@@ -410,40 +423,58 @@ class GroupBy:
         gp = self._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
                         accountant, selection_rule)
         keys = _group_codes(_column(self.data, self.by, "by", func), self.keys, func)
-        values = {c: records.check_values(_column(self.data, c, f"aggregations[{c!r}]", func),
-                                          func, c)
-                  for c in gp.bounds}
-        person = None
+        values: dict[str, NDArray[np.float64]] | None = None
+        if isinstance(self.data, tables.ParquetColumns):
+            # A file's value columns are checked now and read after the bounding, when the
+            # ids are no longer held: a large table's peak memory is then its ids and keys,
+            # or its keys and values, never all three.
+            for c in gp.bounds:
+                self.data.check_values(c, f"aggregations[{c!r}]", func)
+        else:
+            values = self._values(gp, func)
+        held: list[NDArray[np.int64]] = []
         if self.privacy_unit is not None:
-            person = records.person_ids(_column(self.data, self.privacy_unit, "privacy_unit",
-                                                func), self.rows, func)
+            held.append(records.person_ids(_column(self.data, self.privacy_unit,
+                                                   "privacy_unit", func), self.rows, func))
         rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads, self.rows,
                       rho=gp.plan.rho if self.keys is not None else None)
         stream = rel.charge_keys()
-        return self._release(stream, rel.threads, gp, specs, keys, values, person)
+        return self._release(stream, rel.threads, gp, specs, keys, values, held)
+
+    def _values(self, gp: _GroupPlan, func: str) -> dict[str, NDArray[np.float64]]:
+        return {c: records.check_values(_column(self.data, c, f"aggregations[{c!r}]", func),
+                                        func, c)
+                for c in gp.bounds}
 
     # The draw --------------------------------------------------------------------------
 
     def _release(self, stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec],
-                 keys: _Keys, values: dict[str, NDArray[np.float64]],
-                 person: NDArray[np.int64] | None) -> Any:
+                 keys: _Keys, values: dict[str, NDArray[np.float64]] | None,
+                 held: list[NDArray[np.int64]]) -> Any:
+        """The draw. ``held`` holds the ids (if any) and is emptied, so that they are freed
+        once they are no longer needed; ``values`` None: read from the file now."""
         code = keys.code
-        if keys.public:
-            inside = code >= 0
-            if not inside.all():
-                code = code[inside]
-                values = {c: v[inside] for c, v in values.items()}
-                person = None if person is None else person[inside]
+        person = held.pop() if held else None
+        inside = code >= 0 if keys.public else None
+        if inside is not None and not inside.all():
+            code = code[inside]
+            person = None if person is None else person[inside]
         if person is None:                       # each row a person: all rows kept
             flags = np.full(code.size, KEPT_PAIR, dtype=np.uint8)
         else:
             flags = records.bound(stream, threads, person, code, self.max_groups,
                                   self.max_rows)
         weighted = gp.gaussian is not None and not keys.public
+        weights_of = (person if person is not None else np.arange(code.size)) \
+            if weighted else None
+        del person
+        if values is None:
+            values = self._values(gp, "GroupBy.agg")
+        if inside is not None and not inside.all():
+            values = {c: v[inside] for c, v in values.items()}
         stats = key_statistics(code, flags, values, keys.values.size,
                                grids(gp, specs, self.rows), quantile_bounds(gp, specs),
-                               (person if person is not None else np.arange(code.size))
-                               if weighted else None)
+                               weights_of)
         return finish(stream, threads, gp, specs, self, keys.values, keys.public, stats)
 
 

@@ -286,14 +286,17 @@ def _uniforms_at(key: _native.Key, threads: int, rows: NDArray[np.int64],
     return out
 
 
-def person_class(person: NDArray[np.int64], classes: int) -> NDArray[np.int64]:
-    """A class in [0, classes) of each person's id (splitmix64's finalizer, mod classes)."""
-    x = person.view(np.uint64)
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
-        x ^= x >> np.uint64(31)
-    out: NDArray[np.int64] = (x % np.uint64(classes)).astype(np.int64)
+def person_class(person: NDArray[np.int64], classes: int) -> NDArray[np.uint16]:
+    """A class in [0, classes) (at most 2**16) of each person's id: splitmix64's finalizer
+    mod classes, computed a block at a time (its temporaries stay a block's)."""
+    out = np.empty(person.size, dtype=np.uint16)
+    for a in range(0, person.size, _DRAW_BLOCK):
+        x = person[a:a + _DRAW_BLOCK].view(np.uint64)
+        with np.errstate(over="ignore"):
+            x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+            x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+            x ^= x >> np.uint64(31)
+        out[a:a + _DRAW_BLOCK] = x % np.uint64(classes)
     return out
 
 

@@ -22,11 +22,12 @@ class ParquetColumns:
     numpy array each (numbers as int64 or float64, written in place: no second copy; other
     types as numpy objects). Nulls are refused by position, never by value."""
 
-    __slots__ = ("path", "rows", "names")
+    __slots__ = ("path", "rows", "names", "_identity")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import pyarrow.parquet as pq
         self.path = os.fspath(path)
+        self._identity = self._stat()
         meta = pq.ParquetFile(self.path)
         self.rows = int(meta.metadata.num_rows)
         self.names = list(meta.schema_arrow.names)
@@ -34,17 +35,20 @@ class ParquetColumns:
     def __repr__(self) -> str:
         return f"ParquetColumns({self.path!r}, rows={self.rows})"
 
-    def column(self, name: str, param: str, func: str) -> Any:
-        import pyarrow as pa
+    def _stat(self) -> tuple[int, int, int, int]:
+        st = os.stat(self.path)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _batches(self, name: str, param: str, func: str) -> Any:
+        """(first row, numpy values) of each batch of column ``name``, nulls refused; the
+        file must be the one opened (same inode, size and modification time) before and
+        after."""
         import pyarrow.parquet as pq
         if name not in self.names:
             raise ValueError(f"The {param!r} parameter of {func} names a column, {name!r}, "
                              "that the data does not have.")
+        self._unchanged(func)
         pf = pq.ParquetFile(self.path)
-        kind = pf.schema_arrow.field(name).type
-        dtype = np.int64 if pa.types.is_integer(kind) else \
-            np.float64 if pa.types.is_floating(kind) else None
-        out = np.empty(self.rows, dtype=dtype if dtype is not None else object)
         at = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=[name]):
             values = batch.column(0)
@@ -52,9 +56,44 @@ class ParquetColumns:
                 first = at + int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
                 raise ValueError(f"The column {name!r} ({param}) of {func} has a null at "
                                  f"row {first}: refused (drop or fill nulls first).")
-            out[at:at + len(values)] = values.to_numpy(zero_copy_only=False)
+            yield at, values.to_numpy(zero_copy_only=False)
             at += len(values)
+        self._unchanged(func)
+
+    def _unchanged(self, func: str) -> None:
+        if self._stat() != self._identity:
+            raise RuntimeError(f"{func}: the Parquet file {self.path!r} changed after it was "
+                               "opened for this release; nothing of it is released.")
+
+    def column(self, name: str, param: str, func: str) -> Any:
+        """The whole column: numbers written in place into one int64 or float64 array."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        kind = pq.ParquetFile(self.path).schema_arrow.field(name).type \
+            if name in self.names else None
+        dtype: Any = np.int64 if kind is not None and pa.types.is_integer(kind) else \
+            np.float64 if kind is not None and pa.types.is_floating(kind) else object
+        out = np.empty(self.rows, dtype=dtype)
+        for at, values in self._batches(name, param, func):
+            out[at:at + values.size] = values
         return out
+
+    def check_values(self, name: str, param: str, func: str) -> None:
+        """Read column ``name`` batch by batch without keeping it, refusing what
+        :func:`dpfast.records.check_values` refuses (by row, never by value)."""
+        from .records import check_values
+        for at, values in self._batches(name, param, func):
+            try:
+                check_values(values, func, name)
+            except ValueError as exc:
+                # The batch's index made the file's row.
+                raise ValueError(_shifted(str(exc), at)) from None
+
+
+def _shifted(message: str, at: int) -> str:
+    """An error naming "index i" of a batch, naming the file's row instead."""
+    import re
+    return re.sub(r"index (\d+)", lambda m: f"row {at + int(m.group(1))}", message, count=1)
 
 
 def check_column(data: object, name: object, param: str, func: str) -> None:
