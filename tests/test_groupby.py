@@ -573,11 +573,16 @@ def test_same_release_for_one_and_two_threads():
     assert not release(df, rng=22).equals(one)
 
 
-def test_same_release_for_every_container():
+def test_same_release_for_every_container(tmp_path):
     df = people(9, persons=3_000)
     want = release(df)
     assert len(want) > 0
     containers = {"dict": {c: df[c].to_numpy() for c in df.columns}}
+    try:
+        df.to_parquet(tmp_path / "people.parquet", index=False)
+        containers["parquet path"] = str(tmp_path / "people.parquet")
+    except ImportError:                                          # pragma: no cover
+        pass
     try:
         import pyarrow as pa
         containers["arrow"] = pa.Table.from_pandas(df, preserve_index=False)
