@@ -619,6 +619,24 @@ def test_key_type_and_person_names_do_not_change_the_release():
                                     accountant=big_accountant(), rng=4).reset_index(drop=True))
 
 
+@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
+    "groupby._dense_int_codes: uint64 keys all >= 2**63 within a small span take the dense "
+    "path, where `np.flatnonzero(present) + int(lo)` adds a Python int beyond int64 to an "
+    "int64 array: OverflowError before the charge, a valid column refused. Fix: "
+    "`values = np.flatnonzero(present).astype(arr.dtype) + arr.dtype.type(lo)`"))
+def test_uint64_keys_beyond_int64_are_released():
+    """uint64 keys above 2**63 (a dense range) are keys like any other: the same release as
+    their ranks as small integers, labelled by the uint64 values."""
+    df = people(17, persons=1_000)
+    small = df["dept"].str[1:].astype(np.int64)
+    want = release(df.assign(dept=small))
+    big = small.astype(np.uint64) + np.uint64(2**63 + 7)
+    got = release(df.assign(dept=big))
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+    assert got.index.dtype == np.uint64
+    assert list(got.index) == [int(k) + 2**63 + 7 for k in want.index]
+
+
 # -- 6. bad input, refused before any charge or draw ---------------------------------------
 
 def small_frame(**columns):
