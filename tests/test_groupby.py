@@ -375,7 +375,8 @@ def test_grouped_quantiles_follow_the_exponential_mechanism_per_key():
 SPECS = dict(n="count", avg=("salary", "mean"), sd=("salary", "std"), med=("salary", 0.5))
 
 
-def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS):
+def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS,
+                     weighted=False):
     """What a release measures before its noise: the plan, the key statistics (rows,
     people, sums in grid units) and the grids, computed by the release's own steps under the
     key stream of ``seed`` (the first keys after the charge). ``keys=None``: the data's
@@ -396,7 +397,8 @@ def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS):
     values = {c: v[inside] for c, v in values.items()}
     grids = groupby.grids(gp, specs, len(frame))
     st = groupby.key_statistics(code[inside], flags, values, k.values.size, grids,
-                                groupby.quantile_bounds(gp, specs))
+                                groupby.quantile_bounds(gp, specs),
+                                person[inside] if weighted else None)
     return gp, st, grids["salary"]
 
 
@@ -532,6 +534,25 @@ def test_neighbours_move_each_part_within_its_sensitivity(max_groups, max_rows, 
     after = np.bincount((b.points["salary"] >> np.uint64(32)).astype(np.int64),
                         minlength=len(keys))
     np.testing.assert_array_equal(after - before, d_rows)
+
+
+@pytest.mark.parametrize("max_groups", [1, 2, 4])
+def test_neighbours_move_gaussian_rule_weights_by_at_most_one_in_l2(max_groups):
+    """The weighted Gaussian rule's key weights: a person added with 3 max_groups keys keeps
+    max_groups of them, each weighted floor(2**30 / sqrt(max_groups)) units; the change has
+    l2 norm at most 1 (2**30 units) -- the sensitivity its noise is calibrated to -- and the
+    others' weights are unchanged."""
+    df = people(18, persons=400, depts=12)
+    keys = sorted(df["dept"].unique())
+    big = add_person(df, keys, 3 * max_groups, 2, 1e9)
+    _, a, _ = exact_statistics(df, None, max_groups, 2, seed=19, weighted=True)
+    _, b, _ = exact_statistics(big, None, max_groups, 2, seed=19, weighted=True)
+    d = (b.weights - a.weights).astype(float)
+    moved = d != 0
+    assert moved.sum() == max_groups
+    np.testing.assert_array_equal(d[moved], math.floor(2**30 / math.sqrt(max_groups)))
+    assert math.sqrt((d * d).sum()) <= 2**30
+    np.testing.assert_array_equal(moved, (b.people - a.people) == 1)
 
 
 def test_exact_statistics_helper_is_the_release():
