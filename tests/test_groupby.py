@@ -108,6 +108,21 @@ def test_known_answers_match_pandas_on_the_clamped_data(unit, how):
     assert 0.0 <= last["var"] <= 50.0**2
 
 
+def test_known_answers_with_private_keys():
+    """Private keys at a large budget (the optimal rule at epsilon 83 a key): every key of
+    the data (hundreds of people each) is released, with pandas' count, sum and mean of the
+    clamped data (bounds that drop nothing: 3 groups, 3 rows)."""
+    df = people(19)
+    out = dp.group_by(df, "dept", privacy_unit="user", max_groups=3, max_rows=3).agg(
+        n="count", total=("salary", "sum"), avg=("salary", "mean"), bounds={"salary": BOUNDS},
+        epsilon=1e3, delta=0.5, selection_rule="optimal", accountant=big_accountant(), rng=6)
+    ref = df.assign(salary=df["salary"].clip(*BOUNDS)).groupby("dept")["salary"]
+    assert list(out.index) == list(ref.size().index)
+    np.testing.assert_array_equal(out["n"], ref.size())
+    np.testing.assert_allclose(out["total"], ref.sum(), atol=50.0)
+    np.testing.assert_allclose(out["avg"], ref.mean(), atol=0.05)
+
+
 def test_bounding_drops_rows_beyond_the_bounds():
     """With max_groups=1, max_rows=1 each person keeps exactly one row: the counts of the
     release (at a huge budget) add up to the number of people, and each key keeps at most
