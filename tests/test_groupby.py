@@ -803,6 +803,39 @@ BAD = [
     ("delta under Laplace, public", lambda a, g: agg(group=dict(keys=["a"]), accountant=a,
                                                      rng=g, **OK), ValueError, "delta"),
     ("not a frame", lambda a, g: dp.group_by([[1, 2]], "dept"), TypeError, "data"),
+    ("columns of two lengths", lambda a, g: dp.group_by({"dept": ["a", "b"], "salary": [1.0]},
+                                                        "dept"), ValueError, "length"),
+    ("by not a name", lambda a, g: dp.group_by(small_frame(), 0), TypeError, "'by'"),
+    ("two-dimensional values", lambda a, g: agg(
+        {"dept": np.array(["a", "b"], dtype=object), "salary": np.ones((2, 2))},
+        accountant=a, rng=g, **OK), ValueError, "one-dimensional"),
+    ("privacy unit NaN", lambda a, g: agg(small_frame(user=[1.0, math.nan, 2.0, 3.0, 4.0]),
+                                          group=dict(privacy_unit="user"), accountant=a,
+                                          rng=g, **OK), ValueError, "index 1"),
+    ("privacy unit mixed", lambda a, g: agg(small_frame(user=np.array(
+        [1, "1", 2, 3, 4], dtype=object)), group=dict(privacy_unit="user"), accountant=a,
+        rng=g, **OK), TypeError, "privacy_unit"),
+    ("bounds a list", lambda a, g: agg(accountant=a, rng=g, **{**OK, "bounds": [BOUNDS]}),
+     TypeError, "bounds"),
+    ("bounds infinite", lambda a, g: agg(accountant=a, rng=g, **{
+        **OK, "bounds": {"salary": (0.0, math.inf)}}), ValueError, "bounds"),
+    ("bounds NaN", lambda a, g: agg(accountant=a, rng=g, **{
+        **OK, "bounds": {"salary": (math.nan, 1.0)}}), ValueError, "bounds"),
+    ("statistic of three", lambda a, g: agg(accountant=a, rng=g, **{
+        **OK, "avg": ("salary", "mean", 1)}), ValueError, "'avg'"),
+    ("unknown rule", lambda a, g: agg(accountant=a, rng=g, **{**OK, "selection_rule": "best"}),
+     ValueError, "selection_rule"),
+    ("threads 0", lambda a, g: agg(accountant=a, rng=g, threads=0, **OK), ValueError,
+     "threads"),
+    ("numpy's generator", lambda a, g: agg(accountant=a, rng=np.random.default_rng(1), **OK),
+     TypeError, "rng"),
+    ("keys a pandas Index", lambda a, g: agg(group=dict(keys=pd.Index(["a"])), accountant=a,
+                                             rng=g, **{**OK, "delta": None}),
+     TypeError, "'keys'"),
+    ("keys empty", lambda a, g: agg(group=dict(keys=[]), accountant=a, rng=g,
+                                    **{**OK, "delta": None}), ValueError, "'keys'"),
+    ("keys with a null", lambda a, g: agg(group=dict(keys=["a", None]), accountant=a, rng=g,
+                                          **{**OK, "delta": None}), ValueError, "index 1"),
 ]
 
 
