@@ -582,6 +582,29 @@ def test_exact_statistics_helper_is_the_release():
     np.testing.assert_array_equal(out["n"].to_numpy(), st.rows)
 
 
+def test_rows_and_groups_kept_uniformly_at_random():
+    """Through the release's own key stream: a person with 6 rows in one key (max_rows=1)
+    keeps each row equally often, and a person with one row in each of 4 keys
+    (max_groups=1) keeps each key equally often (chi-square over 1,200 releases at a budget
+    where the sums and counts show which)."""
+    data = {"dept": np.array(["k"] * 6 + ["g0", "g1", "g2", "g3"], dtype=object),
+            "user": np.array([0] * 6 + [1] * 4),
+            "salary": np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 9.0, 9.0, 9.0, 9.0])}
+    gb = dp.group_by(data, "dept", privacy_unit="user",
+                     keys=["k", "g0", "g1", "g2", "g3"])
+    acct, gen, n = dp.Accountant(), dp.ChaCha20(55), 1_200
+    row, group = [], []
+    for _ in range(n):
+        out = gb.agg(n="count", total=("salary", "sum"), bounds={"salary": (0.0, 10.0)},
+                     epsilon=1e7, accountant=acct, rng=gen)
+        row.append(round(out.loc["k", "total"]))
+        counts = out.loc[["g0", "g1", "g2", "g3"], "n"].to_numpy()
+        assert sorted(counts) == [0, 0, 0, 1] and out.loc["k", "n"] == 1
+        group.append(int(np.argmax(counts)))
+    assert stats.chisquare(np.bincount(row, minlength=6)).pvalue > ALPHA
+    assert stats.chisquare(np.bincount(group, minlength=4)).pvalue > ALPHA
+
+
 # -- 5. determinism ------------------------------------------------------------------------
 
 RELEASE = dict(n="count", total=("salary", "sum"), avg=("salary", "mean"),
