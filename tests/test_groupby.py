@@ -1045,11 +1045,22 @@ def test_zcdp_accountant_pays_public_gaussian_in_rho_and_refuses_private_keys():
         n="count", avg=("salary", "mean"), bounds={"salary": BOUNDS}, noise="gaussian",
         rho=0.25, accountant=acct, rng=gen)
     assert acct.spent.rho == pytest.approx(0.25, rel=1e-12) and len(acct) == 1
+    # A quantile's exponential mechanism is paid from its share of rho (sqrt(8 r)).
+    out = dp.group_by(df, "dept", keys=["d00"]).agg(
+        n="count", med=("salary", "median"), bounds={"salary": BOUNDS}, noise="gaussian",
+        rho=0.25, accountant=acct, rng=gen)
+    assert acct.spent.rho == pytest.approx(0.5, rel=1e-12) and len(acct) == 2
+    em = out.attrs["plan"][1]
+    assert em["epsilon"] == pytest.approx(math.sqrt(8 * 0.125)) and em["rho"] <= 0.125
+    # Laplace noise on a zCDP accountant: pure epsilon, paid as epsilon**2 / 2.
+    dp.group_by(df, "dept", keys=["d00"]).agg(n="count", epsilon=0.5, accountant=acct,
+                                              rng=gen)
+    assert acct.spent.rho == pytest.approx(0.625, rel=1e-12) and len(acct) == 3
     for kw in (dict(epsilon=1.0, delta=1e-6),
                dict(noise="gaussian", epsilon=1.0, delta=1e-6)):
         with spends_nothing(acct, gen), pytest.raises(ValueError):
             dp.group_by(df, "dept").agg(n="count", accountant=acct, rng=gen, **kw)
-    assert acct.spent.rho == pytest.approx(0.25, rel=1e-12)
+    assert acct.spent.rho == pytest.approx(0.625, rel=1e-12)
 
 
 def test_budget_exceeded_draws_nothing():
