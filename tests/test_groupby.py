@@ -1,10 +1,12 @@
 """Grouped statistics of records (dp.group_by(...).agg): known answers against pandas'
 groupby at a huge epsilon, public keys (every key, zeros included, other keys' rows dropped
 before bounding), private keys (never a key no record has; the optimal partition-selection
-rule checked exactly and its release frequencies by a binomial test), each key's exact
-statistics on neighbouring datasets within the sensitivities the plan states, the same
-release for any thread count, input container, key type or naming of people, bad input
-refused before any charge or draw, and the charge (once, whole, in rho for zCDP, durable)."""
+rule checked exactly and its release frequencies by a binomial test; the weighted Gaussian
+rule's threshold, weights and frequencies), grouped quantiles against the exact exponential
+mechanism, rows and keys kept uniformly, each key's exact statistics on neighbouring
+datasets within the sensitivities the plan states, the same release for any thread count,
+input container, key type or naming of people, bad input refused before any charge or draw,
+and the charge (once, whole, in rho for zCDP, durable)."""
 import math
 from fractions import Fraction
 
@@ -22,7 +24,6 @@ from refusals import GAUSSIAN_BAD_KEYWORDS, refuses_all, rng_state, spends_nothi
 # False-alarm rate of every statistical test in this file.
 ALPHA = 1e-4
 BOUNDS = (0.0, 100.0)
-HUGE = dict(epsilon=1e6, accountant=None)          # accountant filled in per call
 
 
 def people(seed, persons=2_000, depts=8, groups=3, rows=3):
