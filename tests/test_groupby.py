@@ -247,12 +247,6 @@ EXACT_CASES = [(1.0, 1e-6), (0.5, 1e-6), (2.0, 1e-6), (0.1, 0.1), (0.1, 1e-6),
                (1.0 / 3 / 5, 1e-6 / 5), (0.5, 1e-9)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "selection_probabilities rounds each step down by one ulp, but the step's float error "
-    "(math.exp's own rounding, the product, the sum, 1 - x near 1) can exceed one ulp: "
-    "pi[n] > e^eps pi[n-1] + delta by < 1 ulp (e.g. eps=0.5, delta=1e-6 at n=11; eps=2, "
-    "delta=1e-6 at n=4) and 1 - pi[n-1] > e^eps (1 - pi[n]) + delta near 1 (eps=0.1, "
-    "delta=0.1 at n=5)"))
 def test_selection_probabilities_satisfy_both_inequalities_exactly():
     found = {case: exact_violations(*case) for case in EXACT_CASES}
     assert not any(found.values()), {k: v[:3] for k, v in found.items() if v}
@@ -270,12 +264,6 @@ def test_selection_rule_holds_within_an_ulp():
             assert 1 - pi[n - 1] <= e * (1 - pi[n]) + d + slack
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "groupby._select divides the selection's epsilon and delta by max_groups in round-to-"
-    "nearest (gp.selection_delta / max_groups): max_groups * fl(delta / max_groups) can "
-    "exceed delta (delta=1e-5, max_groups=3), so a person's max_groups keys together spend "
-    "more than the delta charged; round the quotients down (math.nextafter(x / L0, 0) while "
-    "L0 * x > total in Fractions)"))
 def test_per_key_selection_budget_times_max_groups_within_the_charge(monkeypatch):
     seen = []
     real = groupby.selection_probabilities
@@ -475,7 +463,7 @@ def test_gaussian_rule_release_frequency(keys_each):
     max_groups, epsilon, delta = 2, 2.0, 0.2
     probe = dp.group_by(ghost_keys(), "dept", privacy_unit="user", max_groups=max_groups)
     gp = probe._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon,
-                     delta, 0.5, None, None, "gaussian")
+                     delta, None, 0.5, None, "gaussian")
     sigma, tau = gp.gaussian.measure.noise.sigma, gp.gaussian.tau
     w = math.floor(2**30 / math.sqrt(keys_each)) / 2**30
     levels = [1, 2, 3, 5]
@@ -679,11 +667,6 @@ def test_key_type_and_person_names_do_not_change_the_release():
                                     accountant=big_accountant(), rng=4).reset_index(drop=True))
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "groupby._dense_int_codes: uint64 keys all >= 2**63 within a small span take the dense "
-    "path, where `np.flatnonzero(present) + int(lo)` adds a Python int beyond int64 to an "
-    "int64 array: OverflowError before the charge, a valid column refused. Fix: "
-    "`values = np.flatnonzero(present).astype(arr.dtype) + arr.dtype.type(lo)`"))
 def test_uint64_keys_beyond_int64_are_released():
     """uint64 keys above 2**63 (a dense range) are keys like any other: the same release as
     their ranks as small integers, labelled by the uint64 values."""
@@ -706,8 +689,7 @@ INT8_REASON = (
 
 
 @pytest.mark.parametrize("dtype", [
-    pytest.param(np.int8, marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                  reason=INT8_REASON)),
+    np.int8,
     np.int16, np.uint8])
 def test_small_integer_keys_keep_their_labels(dtype):
     """Private keys of a narrow integer dtype spanning more than half its range: each key
@@ -896,21 +878,11 @@ def test_privacy_keywords_refused_before_any_charge():
     refuses_all(keyword_release(None), private, acct, gen)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "GroupBy._plan (private keys) calls records.split with rho=None whatever the caller "
-    "passed: noise='gaussian' with rho= AND epsilon=, delta= is released (rho silently "
-    "ignored) where every other release refuses the conflicting keywords. Fix: in the "
-    "private-keys branch of GroupBy._plan, raise ValueError when rho is not None"))
 def test_rho_with_epsilon_and_private_keys_refused():
     acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(9)
     refuses_all(keyword_release(None), RHO_WITH_EPSILON, acct, gen)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "groupby._group_codes reads keys= with np.asarray(list(keys)), which turns ['a', 1] "
-    "into the strings ['a', '1']: public keys of mixed types are released under a string "
-    "'1' instead of refused. Read a list of keys as objects first and call "
-    "records.check_keys_column on that (as records.person_ids does for a list)"))
 def test_public_keys_of_mixed_types_in_a_list_refused():
     acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(2)
     with spends_nothing(acct, gen):
@@ -943,8 +915,7 @@ HUGE_EPSILON_REASON = (
 
 
 @pytest.mark.parametrize("rule", [
-    pytest.param("optimal", marks=pytest.mark.xfail(strict=True, raises=OverflowError,
-                                                    reason=HUGE_EPSILON_REASON)),
+    "optimal",
     "gaussian"])
 def test_huge_epsilon_with_private_keys_releases_or_refuses_before_the_charge(rule):
     """epsilon 2,000 with private keys: a release (every key of 50 people kept), or a

@@ -31,8 +31,10 @@ keys are dropped before bounding.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -55,19 +57,43 @@ STATISTICS = {"sum": 1, "mean": 1, "variance": 2, "var": 2, "std": 2}
 
 # -- partition selection --------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=64)
 def selection_probabilities(epsilon: float, delta: float) -> NDArray[np.float64]:
     """``pi[n]``: the probability of releasing a key that ``n`` people kept rows in, under
     the optimal (epsilon, delta) rule (Desfontaines et al. 2022, Theorem 1): ``pi[0] = 0``,
-    ``pi[n] = min(exp(eps) pi[n-1] + delta, 1 - exp(-eps) (1 - pi[n-1] - delta), 1)``, each
-    step rounded down, up to the first ``n`` where it reaches 1 (``pi[n] = 1`` beyond the
-    array). Neighbouring counts ``n - 1``, ``n`` satisfy both DP inequalities exactly."""
-    e_up, e_down = math.exp(epsilon), math.exp(-epsilon)
+    ``pi[n] = min(exp(eps) pi[n-1] + delta, 1 - exp(-eps) (1 - pi[n-1] - delta), 1)``, up to
+    the first ``n`` where it reaches 1 (``pi[n] = 1`` beyond the array).
+
+    Each step is computed in floats, then lowered until the two DP inequalities between
+    ``n - 1`` and ``n`` hold in exact arithmetic with a certified lower bound of
+    ``exp(eps)``: ``pi[n] <= E pi[n-1] + delta`` and ``1 - pi[n-1] <= E (1 - pi[n]) +
+    delta``. (epsilon above 700 is taken as 700: a rule private at a smaller epsilon is
+    private at a larger one, and exp(700) is a float.)"""
+    eps = min(epsilon, 700.0)
+    e_up = math.nextafter(math.nextafter(math.exp(eps), 0.0), 0.0)     # <= exp(eps)
+    e_down = math.nextafter(math.nextafter(math.exp(-eps), 1.0), 1.0)  # >= exp(-eps)
+    exact_e, exact_d = Fraction(e_up), Fraction(delta)
     pi = [0.0]
     while pi[-1] < 1.0 and len(pi) < 10**7:
         p = pi[-1]
         nxt = min(e_up * p + delta, 1.0 - e_down * (1.0 - p - delta), 1.0)
-        pi.append(nxt if nxt >= 1.0 else math.nextafter(nxt, 0.0))
+        prev = Fraction(p)
+        while nxt > 0.0 and not (Fraction(nxt) <= exact_e * prev + exact_d and
+                                 1 - prev <= exact_e * (1 - Fraction(nxt)) + exact_d):
+            nxt = math.nextafter(nxt, 0.0)
+        if nxt <= p:                  # no progress is possible in floats: stop below 1
+            break
+        pi.append(nxt)
     return np.array(pi)
+
+
+def per_key(total: float, max_groups: int) -> float:
+    """The largest float ``q`` with ``max_groups * q`` at most ``total`` exactly: a share of
+    a budget for each of a person's keys."""
+    q = total / max_groups
+    while Fraction(q) * max_groups > Fraction(total):
+        q = math.nextafter(q, 0.0)
+    return q
 
 
 def selection_threshold(epsilon: float, delta: float, probability: float = 0.5) -> int:
@@ -110,7 +136,7 @@ def gaussian_selection(epsilon: float, delta: float, max_groups: int,
         m = noise.measure(func, "gaussian", epsilon, delta * share, None, l1=1.0, l2=1.0,
                           integer=False, cells=max_groups)
         sigma, g = m.noise.sigma, m.noise.g          # type: ignore[union-attr]
-        dt = delta * (1.0 - share)
+        dt = math.nextafter(delta - m.delta, 0.0)           # the threshold's part of delta
         tau = max(1.0 / math.sqrt(t) + g - sigma * z.inv_cdf(dt / t)
                   for t in range(1, max_groups + 1))
         if best is None or tau < best.tau:
@@ -151,7 +177,8 @@ def _group_codes(col: Any, keys: object, func: str) -> _Keys:
         if isinstance(keys, (str, bytes)) or not isinstance(keys, (Sequence, np.ndarray)):
             raise TypeError(f"The 'keys' parameter of {func} must be a sequence of public "
                             f"keys. Got {_v.describe(keys)} instead.")
-        values = np.asarray(list(keys) if not isinstance(keys, np.ndarray) else keys)
+        values = records.as_ids(list(keys) if not isinstance(keys, np.ndarray) else keys,
+                                "keys", func)
         if values.ndim != 1 or values.size == 0:
             raise ValueError(f"The 'keys' parameter of {func} must be a non-empty sequence "
                              "of public keys.")
@@ -199,13 +226,16 @@ def _dense_int_codes(arr: NDArray[Any]) -> _Keys | None:
     code = np.empty(arr.size, dtype=np.int64)
     for a in range(0, arr.size, block):
         code[a:a + block] = rank[_offsets(arr[a:a + block], lo)]
-    values = (np.flatnonzero(present) + int(lo)).astype(arr.dtype)
+    values = np.flatnonzero(present).astype(arr.dtype) + arr.dtype.type(lo)
     return _Keys(code, values, False)
 
 
 def _offsets(arr: NDArray[Any], lo: int | float) -> NDArray[np.int64]:
     """Integer keys minus the smallest, as int64 (the span is small)."""
-    out: NDArray[np.int64] = (arr - arr.dtype.type(lo)).astype(np.int64, copy=False)
+    if arr.dtype.kind == "u":           # unsigned: no wrap below the smallest key
+        out: NDArray[np.int64] = (arr - arr.dtype.type(lo)).astype(np.int64, copy=False)
+    else:                               # signed: in int64 (int8 keys -100 and 100 differ by 200)
+        out = arr.astype(np.int64) - int(lo)
     return out
 
 
@@ -321,11 +351,19 @@ class GroupBy:
                 parts.append(records.Part(f"{s.q:g} quantile of {s.column}", reach, reach,
                                           False, kind="selection"))
         private = self.keys is None
-        share = 0.0
+        # The selection's keywords are checked with public keys too (where they do nothing).
+        share = _v.check_real(1.0 / (len(parts) + 1) if selection is None else selection,
+                              "selection", func, high=1.0)
+        if rule not in RULES:
+            raise ValueError(f"The 'selection_rule' parameter of {func} must be one of "
+                             f"{RULES}. Got {rule!r} instead.")
         if private:
-            share = _v.check_real(1.0 / (len(parts) + 1) if selection is None else selection,
-                                  "selection", func, high=1.0)
             eps = epsilon
+            if rho is not None:
+                raise ValueError(f"{func}: keys selected privately (keys=None) are paid in "
+                                 "epsilon= and delta=; rho= cannot pay for the selection. Got "
+                                 "rho with private keys (pass the public keys as keys=[...] "
+                                 "to release in rho).")
             if noise_name == "laplace" or epsilon is not None:
                 if epsilon is None or delta is None:
                     raise ValueError(f"{func}: keys selected privately (keys=None) need "
@@ -341,9 +379,6 @@ class GroupBy:
             rest_delta = None if noise_name == "laplace" else d - sel_delta
             plan = records.split(func, noise_name, rest_eps, rest_delta, None, parts,
                                  accountant)
-            if rule not in RULES:
-                raise ValueError(f"The 'selection_rule' parameter of {func} must be one of "
-                                 f"{RULES}. Got {rule!r} instead.")
             chosen = ("optimal" if self.max_groups == 1 else "gaussian") if rule == "auto" \
                 else str(rule)
             gauss = gaussian_selection(sel_eps, sel_delta, self.max_groups, func) \
@@ -380,8 +415,9 @@ class GroupBy:
         """The least number of people (each keeping one key) at which a key is released with
         at least ``probability``."""
         if gp.gaussian is None:
-            return selection_threshold(gp.selection_epsilon / self.max_groups,
-                                       gp.selection_delta / self.max_groups, probability)
+            return selection_threshold(per_key(gp.selection_epsilon, self.max_groups),
+                                       per_key(gp.selection_delta, self.max_groups),
+                                       probability)
         from statistics import NormalDist
         sigma = gp.gaussian.measure.noise.sigma                 # type: ignore[union-attr]
         return math.ceil(gp.gaussian.tau + sigma * NormalDist().inv_cdf(probability))
@@ -682,8 +718,8 @@ def _select(stream: Keys, threads: int, stats: KeyStatistics, gp: _GroupPlan,
         noisy = stats.weights.astype(np.float64) * 2.0**-WEIGHT_BITS
         gp.gaussian.measure.noise.fill(stream.next(), threads, noisy, noisy)
         return np.flatnonzero((people > 0) & (noisy > gp.gaussian.tau))
-    pi = selection_probabilities(gp.selection_epsilon / max_groups,
-                                 gp.selection_delta / max_groups)
+    pi = selection_probabilities(per_key(gp.selection_epsilon, max_groups),
+                                 per_key(gp.selection_delta, max_groups))
     p = np.where(people < pi.size, pi[np.minimum(people, pi.size - 1)], 1.0)
     p[people == 0] = 0.0
     u = np.empty(people.size, dtype=np.float64)
