@@ -77,10 +77,16 @@ def selection_probabilities(epsilon: float, delta: float) -> NDArray[np.float64]
     while pi[-1] < 1.0 and len(pi) < 10**7:
         p = pi[-1]
         nxt = min(e_up * p + delta, 1.0 - e_down * (1.0 - p - delta), 1.0)
-        prev = Fraction(p)
-        while nxt > 0.0 and not (Fraction(nxt) <= exact_e * prev + exact_d and
-                                 1 - prev <= exact_e * (1 - Fraction(nxt)) + exact_d):
-            nxt = math.nextafter(nxt, 0.0)
+        if nxt < 1.0:
+            nxt *= 1.0 - 2.0**-48             # below the bound by far more than rounding
+        # Clear of both bounds by more than the floats' rounding: no exact check needed.
+        clear = (nxt <= (e_up * p + delta) * (1.0 - 2.0**-49) and
+                 1.0 - p <= (e_up * (1.0 - nxt) + delta) * (1.0 - 2.0**-49))
+        if not clear:
+            prev = Fraction(p)
+            while nxt > 0.0 and not (Fraction(nxt) <= exact_e * prev + exact_d and
+                                     1 - prev <= exact_e * (1 - Fraction(nxt)) + exact_d):
+                nxt = math.nextafter(nxt, 0.0)
         if nxt <= p:                  # no progress is possible in floats: stop below 1
             break
         pi.append(nxt)
