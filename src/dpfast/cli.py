@@ -1346,6 +1346,8 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         return _bench_interactive(args, out, json_out)
     if args.budgets:
         return _bench_budgets(args, out, json_out)
+    if args.records:
+        return _bench_records(args, out, json_out)
     report = benchmarks.run(size=size, threads=args.threads, repeat=repeat, only=args.only,
                             include_libraries=not args.no_libraries,
                             scaling_too=args.scaling and not args.quick,
@@ -1404,6 +1406,17 @@ def _bench_budgets(args: argparse.Namespace, out: TextIO,
 
     report = budgets.run(quick=args.quick)
     return _print_report(report, budgets.to_markdown(report), args, out, json_out)
+
+
+def _bench_records(args: argparse.Namespace, out: TextIO,
+                   json_out: "OutputFile | None") -> int:
+    from .benchmarks import records
+
+    rows = args.size if args.size is not None else (10**6 if args.quick else 10**7)
+    report = records.run(rows=rows, peers=not args.no_libraries,
+                         repeats=args.repeat if args.repeat is not None else 1,
+                         progress=lambda line: print(line, file=sys.stderr, flush=True))
+    return _print_report(report, records.to_markdown(report), args, out, json_out)
 
 
 def _print_report(report: dict[str, Any], markdown: str, args: argparse.Namespace,
@@ -1735,6 +1748,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "OpenDP, gaussian_mechanism's std over sigma, a census hierarchy "
                             "with a rho per level, and spends through leases beside the "
                             "ledger's durable spend")
+    bench.add_argument("--records", action="store_true",
+                       help="instead, statistics of records beside PipelineDP, OpenDP, "
+                            "diffprivlib and PyDP (each in its own process): per-department "
+                            "count, sum and mean of --size rows (default 10^7) with each "
+                            "person's rows bounded and the departments selected privately, "
+                            "the overall median and mean, and 99 percentiles")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
     bench.add_argument("--force", action="store_true",

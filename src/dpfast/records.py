@@ -312,8 +312,10 @@ def bound(keys: Keys, threads: int, person: NDArray[np.int64],
     row_key, pair_key = keys.next(), keys.next()
     if n <= BOUND_ROWS:
         grp = np.zeros(n, dtype=np.int64) if group is None else group
-        return _native.bound_contributions(person, grp, _uniforms(row_key, threads, n),
-                                           _uniforms(pair_key, threads, n), max_groups,
+        prio = _uniforms(row_key, threads, n)
+        # Without groups a person has one pair, whose priority is never read: no draw.
+        pair_prio = prio if group is None else _uniforms(pair_key, threads, n)
+        return _native.bound_contributions(person, grp, prio, pair_prio, max_groups,
                                            max_rows, threads)
     passes = -(-n // BOUND_ROWS)
     cls = person_class(person, passes)
