@@ -993,10 +993,15 @@ def test_plan_spends_nothing_and_states_the_costs():
                        bounds={"salary": BOUNDS}, epsilon=1.0, delta=1e-6,
                        selection_rule="optimal", accountant=acct)
         default = gb.plan(n="count", epsilon=1.0, delta=1e-6, accountant=acct)
+        uncounted = gb.plan(med=("salary", "median"), bounds={"salary": BOUNDS},
+                            epsilon=1.0, delta=1e-6, accountant=acct)
     assert list(plan["measurement"]) == ["key selection (optimal rule)", "count",
                                          "centred sum of salary", "0.5 quantile of salary"]
-    # Two groups a person: the weighted Gaussian rule by default.
-    assert default["measurement"][0] == "key selection (gaussian rule)"
+    # A count measured with Laplace noise: the count rule by default (it costs no epsilon).
+    assert default["measurement"][0] == "key selection (count rule)"
+    assert default["epsilon"][0] == 0.0 and default["epsilon"][1] == pytest.approx(1.0)
+    # No count, two groups a person: the weighted Gaussian rule.
+    assert uncounted["measurement"][0] == "key selection (gaussian rule)"
     assert plan["epsilon"].sum() <= 1.0 and plan["epsilon"].sum() == pytest.approx(1.0)
     row = plan.iloc[0]
     assert row["delta"] == 1e-6
@@ -1081,3 +1086,61 @@ def test_output_says_what_a_person_is_and_what_was_measured():
     plan = dp.group_by(df, "dept", privacy_unit="user", max_groups=3).plan(
         **{k: v for k, v in kw.items() if k not in ("rng",)})
     assert list(plan["measurement"])[1:] == names
+
+
+# -- the count rule ---------------------------------------------------------------------------
+
+def _dlap_tail(t, j):
+    """P[K > j] for the discrete Laplace of parameter t, in exact-enough mpmath."""
+    import mpmath
+    mpmath.mp.dps = 60
+    q = mpmath.e ** (-1 / mpmath.mpf(t))
+    return q ** (j + 1) / (1 + q)
+
+
+@pytest.mark.parametrize("epsilon, delta, max_groups, max_rows", [
+    (1.0, 1e-6, 1, 5), (0.3, 1e-9, 1, 1), (2.0, 1e-5, 3, 2), (0.05, 1e-3, 2, 7)])
+def test_count_rule_threshold_pays_for_its_delta_and_is_the_least(epsilon, delta, max_groups,
+                                                                  max_rows):
+    """A key only one person's rows make has at most max_rows rows: it passes the threshold
+    with probability P[K > threshold - max_rows], which max_groups such keys keep within
+    delta -- checked in 60-digit arithmetic against the count's own noise; one row less
+    would not."""
+    df = people(6, persons=50)
+    gb = dp.group_by(df, "dept", privacy_unit="user", max_groups=max_groups,
+                     max_rows=max_rows)
+    gp = gb._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon, delta,
+                  None, None, None, "auto")
+    assert gp.rule == "count" and gp.selection_epsilon == 0.0
+    t = gp.plan.noisy()[0].noise.t
+    assert t == pytest.approx(max_groups * max_rows / epsilon)
+    j = gp.count_threshold - max_rows
+    assert max_groups * _dlap_tail(t, j) <= delta
+    assert max_groups * _dlap_tail(t, j - 1) > delta
+
+
+def test_count_rule_releases_only_keys_with_people_and_their_drawn_counts():
+    df = people(40, persons=4000)
+    acct = dp.Accountant(epsilon=100.0, delta=0.5)
+    out = dp.group_by(df, "dept", privacy_unit="user", max_rows=3).agg(
+        n="count", avg=("salary", "mean"), bounds={"salary": BOUNDS}, epsilon=1.0,
+        delta=1e-6, accountant=acct, rng=3)
+    plan = out.attrs["plan"]
+    assert plan[0]["measurement"] == "count"
+    assert set(out.index) <= set(df["dept"])
+    gp = dp.group_by(df, "dept", privacy_unit="user", max_rows=3)._plan(
+        "t", groupby._specs({"n": "count", "avg": ("salary", "mean")}, "t"),
+        {"salary": BOUNDS}, "laplace", 1.0, 1e-6, None, None, None, "auto")
+    assert (out["n"] > gp.count_threshold).all()       # released past the threshold only
+
+
+def test_count_rule_refused_without_a_laplace_count():
+    df = people(4, persons=100)
+    gb = dp.group_by(df, "dept", privacy_unit="user")
+    acct, gen = dp.Accountant(10.0, 1e-3), dp.ChaCha20(1)
+    with spends_nothing(acct, gen), pytest.raises(ValueError, match="count rule"):
+        gb.agg(med=("salary", "median"), bounds={"salary": BOUNDS}, epsilon=1.0, delta=1e-6,
+               selection_rule="count", accountant=acct, rng=gen)
+    with spends_nothing(acct, gen), pytest.raises(ValueError, match="count rule"):
+        gb.agg(n="count", noise="gaussian", epsilon=1.0, delta=1e-6, selection_rule="count",
+               accountant=acct, rng=gen)

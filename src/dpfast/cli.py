@@ -1594,11 +1594,13 @@ def _aggregate_parser(sub: Any) -> None:
     agg.add_argument("--selection", type=_share, default=None, metavar="SHARE",
                      help="the key selection's share of epsilon, in (0, 1) (default: an "
                           "equal share with each measurement)")
-    agg.add_argument("--selection-rule", choices=["auto", "optimal", "gaussian"],
+    agg.add_argument("--selection-rule", choices=["auto", "count", "optimal", "gaussian"],
                      default="auto",
-                     help="the key selection's rule: optimal thresholding (Desfontaines et "
-                          "al. 2022), weighted Gaussian (Swanberg et al. 2023), or auto "
-                          "(optimal at --max-groups 1, weighted Gaussian above; default)")
+                     help="the key selection's rule: a threshold on the released noisy count "
+                          "(count), optimal thresholding (Desfontaines et al. 2022), weighted "
+                          "Gaussian (Swanberg et al. 2023), or auto (count when --count or a "
+                          "sum, mean or variance is measured with Laplace noise, else optimal "
+                          "at --max-groups 1 and weighted Gaussian above; default)")
     agg.add_argument("--out", metavar="FILE", default=None,
                      help="write the CSV here (default: standard output)")
     agg.add_argument("--force", action="store_true", help="replace an existing --out file "

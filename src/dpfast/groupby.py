@@ -108,11 +108,13 @@ def selection_threshold(epsilon: float, delta: float, probability: float = 0.5) 
     return int(np.searchsorted(pi, probability, side="left"))
 
 
-#: Key selection rules: "optimal" (Desfontaines et al.), "gaussian" (weighted Gaussian
-#: thresholding), "auto" (the first for max_groups = 1, the second above: measured on the
-#: benchmark's keys, the weighted Gaussian keeps more keys as soon as a person may touch
-#: two, and fewer at one).
-RULES = ("auto", "optimal", "gaussian")
+#: Key selection rules: "count" (a key is released when its noisy count of rows, the one
+#: released, passes a threshold: the selection costs delta only), "optimal" (Desfontaines et
+#: al.), "gaussian" (weighted Gaussian thresholding), "auto" (the count rule when a count is
+#: measured with Laplace noise, else the optimal rule for max_groups = 1 and the weighted
+#: Gaussian above: measured on the benchmark's keys, the weighted Gaussian keeps more keys
+#: as soon as a person may touch two, and fewer at one).
+RULES = ("auto", "count", "optimal", "gaussian")
 
 #: Weights of the weighted Gaussian rule are whole multiples of 2**-WEIGHT_BITS (rounded
 #: down, so a person's weights still have l2 norm at most 1), so their sums are exact.
@@ -380,6 +382,14 @@ class GroupBy:
                                  "and delta= > 0; rho alone cannot pay for the selection.")
             e = _v.check_epsilon(eps, func)
             d = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
+            counted = noise_name == "laplace" and bool(parts) and parts[0].name == "count"
+            if rule == "count" and not counted:
+                raise ValueError(f"The 'selection_rule' parameter of {func}: the count rule "
+                                 "thresholds the released count, which needs a count "
+                                 "measured with Laplace noise. Got selection_rule='count' "
+                                 "without one.")
+            if rule == "count" or (rule == "auto" and counted):
+                return self._count_rule(func, noise_name, parts, col_bounds, e, d, accountant)
             sel_eps, sel_delta = e * share, d if noise_name == "laplace" else d / 2.0
             rest_eps = math.nextafter(e - sel_eps, 0.0)
             rest_delta = None if noise_name == "laplace" else d - sel_delta
@@ -393,6 +403,22 @@ class GroupBy:
         plan = records.split(func, noise_name, epsilon, delta, rho, parts, accountant)
         return _GroupPlan(plan, col_bounds, 0.0, 0.0, plan.epsilon, plan.delta)
 
+    def _count_rule(self, func: str, noise_name: object, parts: list[records.Part],
+                    col_bounds: dict[str, tuple[float, float]], e: float, d: float,
+                    accountant: AccountantLike | None) -> _GroupPlan:
+        """The count rule: all of epsilon to the measurements; a key is released when its
+        noisy count exceeds ``max_rows + j``, ``j`` the least integer with
+        ``P[K > j] <= delta / max_groups`` for the count's discrete Laplace noise ``K``. A
+        key that only one person's rows make has at most ``max_rows`` rows: it passes with
+        probability at most ``delta / max_groups``, and a person makes at most
+        ``max_groups`` keys; a key both neighbours have is released by post-processing of
+        its noisy count (Laplace thresholding, as in Google's DP SQL)."""
+        plan = records.split(func, noise_name, e, None, None, parts, accountant)
+        count = plan.noisy()[0].noise
+        j = count.tail_bound(2.0 * per_key(d, self.max_groups))   # two-sided: half each side
+        threshold = self.max_rows + int(round(j))
+        return _GroupPlan(plan, col_bounds, 0.0, d, e, d, "count", None, threshold)
+
     def plan(self, *, epsilon: object = None, delta: object = None, rho: object = None,
              noise: object = "laplace", bounds: object = None, selection: object = None,
              selection_rule: object = "auto", accountant: AccountantLike | None = None,
@@ -405,7 +431,12 @@ class GroupBy:
         gp = self._plan(func, _specs(aggregations, func), bounds, noise, epsilon, delta, rho,
                         selection, accountant, selection_rule)
         rows = gp.plan.describe()
-        if self.keys is None:
+        if self.keys is None and gp.count_threshold is not None:
+            rows.insert(0, {"measurement": "key selection (count rule)",
+                            "noise": "the count's", "epsilon": 0.0,
+                            "delta": gp.selection_delta,
+                            "rows for p=0.5": gp.count_threshold + 1})
+        elif self.keys is None:
             rows.insert(0, {"measurement": f"key selection ({gp.rule} rule)",
                             "noise": "threshold" if gp.gaussian is None else "gaussian",
                             "epsilon": gp.selection_epsilon, "delta": gp.selection_delta,
@@ -655,13 +686,20 @@ def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group
     key selection (private keys), then one noisy count and the noisy sums of the released
     keys, each under the stream's next key, addressed by the key's place among the keys
     released; the statistics are post-processing of these."""
-    released = np.arange(key_values.size) if public else \
-        _select(stream, threads, stats, gp, group.max_groups)
     measures = iter(gp.plan.noisy())
-    n = np.zeros(released.size, dtype=np.int64)
-    if gp.plan.parts and gp.plan.parts[0].name == "count":
-        n = np.maximum(records.noisy_count(next(measures), stream.next(),
-                                           stats.rows[released]), 0)
+    if not public and gp.count_threshold is not None:
+        # The count rule: every key's noisy count, the released keys those past the
+        # threshold (with people: never a key no record has), their counts as drawn.
+        noisy = records.noisy_count(next(measures), stream.next(), stats.rows)
+        released = np.flatnonzero((stats.people > 0) & (noisy > gp.count_threshold))
+        n = np.maximum(noisy[released], 0)
+    else:
+        released = np.arange(key_values.size) if public else \
+            _select(stream, threads, stats, gp, group.max_groups)
+        n = np.zeros(released.size, dtype=np.int64)
+        if gp.plan.parts and gp.plan.parts[0].name == "count":
+            n = np.maximum(records.noisy_count(next(measures), stream.next(),
+                                               stats.rows[released]), 0)
     col_grids = grids(gp, specs, group.rows)
     sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
     for c, (s1, s2) in stats.sums.items():
@@ -742,6 +780,7 @@ class _GroupPlan(NamedTuple):
     delta: float
     rule: str = "optimal"                    # the key selection's rule (private keys)
     gaussian: GaussianSelection | None = None
+    count_threshold: int | None = None       # the count rule's: released if count > it
 
 
 def _statistic(s: _Spec, n: NDArray[np.int64],
