@@ -1464,8 +1464,9 @@ def grouped_quantile(cnp.ndarray s not None, cnp.ndarray start not None,
     cdef const double *pu2 = <const double *>_data(u2, cnp.NPY_FLOAT64, ng, "u2")
     if ng and (np.min(groups) < 0 or np.max(groups) >= nstart - 1):
         raise ValueError("groups must be codes in [0, len(start) - 1)")
-    if nstart and start[nstart - 1] > s.shape[0]:
-        raise ValueError("start must end within s")
+    if nstart and (start[0] < 0 or start[nstart - 1] > s.shape[0]
+                   or (nstart > 1 and np.any(np.diff(start) < 0))):
+        raise ValueError("start must be non-decreasing offsets within s")
     out = np.empty(ng, dtype=np.int64)
     cdef int64_t *po = <int64_t *>cnp.PyArray_DATA(out)
     with nogil:

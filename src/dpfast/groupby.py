@@ -200,13 +200,15 @@ def _group_codes(col: Any, keys: object, func: str) -> _Keys:
             raise TypeError(f"The 'keys' parameter of {func} must hold keys of one type.") \
                 from None
         values = values[order]
-        code = pd.Index(values).get_indexer(arr)
-        return _Keys(np.ascontiguousarray(code, dtype=np.int64), values, True)
+        return _Keys(_public_codes(values, arr, func), values, True)
     if arr.dtype.kind in "iu" and arr.size:
         dense = _dense_int_codes(arr)
         if dense is not None:
             return dense
     codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+    if codes.size and codes.min() < 0:          # a null the checks above did not know
+        raise ValueError(f"The 'by' column of {func} must not contain nulls. Got "
+                         f"{_v.entry_at(codes < 0, 'is null')} instead.")
     uniques = np.asarray(uniques)
     try:
         order = np.argsort(uniques, kind="stable")
@@ -215,6 +217,47 @@ def _group_codes(col: Any, keys: object, func: str) -> _Keys:
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
     return _Keys(rank[codes], uniques[order], False)
+
+
+def _family(arr: NDArray[Any]) -> str:
+    """What kind of keys a column holds: int, float, bool, time, string, bytes or other."""
+    kind = arr.dtype.kind
+    if kind in "iu":
+        return "int"
+    simple = {"f": "float", "b": "bool", "m": "time", "M": "time", "U": "string",
+              "S": "bytes"}
+    if kind in simple:
+        return simple[kind]
+    import pandas as pd
+    inferred = pd.api.types.infer_dtype(arr, skipna=True)
+    return {"integer": "int", "floating": "float", "boolean": "bool", "string": "string",
+            "bytes": "bytes", "datetime64": "time", "datetime": "time",
+            "timedelta64": "time", "timedelta": "time"}.get(inferred, "other")
+
+
+def _public_codes(keys: NDArray[Any], arr: NDArray[Any], func: str) -> NDArray[np.int64]:
+    """Each row's place among the sorted public ``keys`` (-1: not a public key). Keys of
+    another kind than the column's are refused (they would never match, or match after a
+    conversion: 2**53 + 1 as a float is 2**53); integer keys an integer column's dtype
+    cannot hold match no row."""
+    import pandas as pd
+    have, want = _family(keys), _family(arr) if arr.size else _family(keys)
+    if have == "int" and want == "float":
+        if any(float(k) != int(k) for k in keys.tolist()):
+            raise TypeError(f"The 'keys' parameter of {func}: an integer key is not exactly a "
+                            "float, as the keys of the 'by' column are.")
+        keys = keys.astype(np.float64)
+    elif have != want:
+        raise TypeError(f"The 'keys' parameter of {func} must hold keys of the 'by' column's "
+                        f"kind ({want}). Got keys of another kind ({have}).")
+    elif have == "int" and arr.dtype.kind in "iu":
+        info = np.iinfo(arr.dtype)
+        fits = np.array([info.min <= int(k) <= info.max for k in keys.tolist()], dtype=bool)
+        place = np.flatnonzero(fits)
+        found = pd.Index(keys[fits].astype(arr.dtype)).get_indexer(arr)
+        return np.where(found >= 0, place[np.maximum(found, 0)], -1).astype(np.int64)
+    code = pd.Index(keys).get_indexer(arr)
+    return np.ascontiguousarray(code, dtype=np.int64)
 
 
 def _dense_int_codes(arr: NDArray[Any]) -> _Keys | None:
@@ -399,6 +442,9 @@ class GroupBy:
                 else str(rule)
             gauss = gaussian_selection(sel_eps, sel_delta, self.max_groups, func) \
                 if chosen == "gaussian" else None
+            if chosen == "optimal":         # the table made (and cached) before any charge
+                selection_probabilities(per_key(sel_eps, self.max_groups),
+                                        per_key(sel_delta, self.max_groups))
             return _GroupPlan(plan, col_bounds, sel_eps, sel_delta, e, d, chosen, gauss)
         plan = records.split(func, noise_name, epsilon, delta, rho, parts, accountant)
         return _GroupPlan(plan, col_bounds, 0.0, 0.0, plan.epsilon, plan.delta)
@@ -415,7 +461,9 @@ class GroupBy:
         its noisy count (Laplace thresholding, as in Google's DP SQL)."""
         plan = records.split(func, noise_name, e, None, None, parts, accountant)
         count = plan.noisy()[0].noise
-        j = count.tail_bound(2.0 * per_key(d, self.max_groups))   # two-sided: half each side
+        # Two-sided tail at twice the one-sided share (a share of 1/2 or more: the bound at
+        # 0.999, smaller, so the threshold only rises).
+        j = count.tail_bound(min(2.0 * per_key(d, self.max_groups), 0.999))
         threshold = self.max_rows + int(round(j))
         return _GroupPlan(plan, col_bounds, 0.0, d, e, d, "count", None, threshold)
 
@@ -430,6 +478,15 @@ class GroupBy:
         func = "GroupBy.plan"
         gp = self._plan(func, _specs(aggregations, func), bounds, noise, epsilon, delta, rho,
                         selection, accountant, selection_rule)
+        rows = self._plan_rows(gp)
+        try:
+            import pandas as pd
+        except ImportError:                                     # pragma: no cover
+            return rows
+        return pd.DataFrame(rows)
+
+    def _plan_rows(self, gp: _GroupPlan) -> list[dict[str, object]]:
+        """The plan's rows: the key selection's (private keys), then each measurement's."""
         rows = gp.plan.describe()
         if self.keys is None and gp.count_threshold is not None:
             rows.insert(0, {"measurement": "key selection (count rule)",
@@ -442,11 +499,7 @@ class GroupBy:
                             "epsilon": gp.selection_epsilon, "delta": gp.selection_delta,
                             "people for p=0.5": self._people_for(gp, 0.5),
                             "people for p=0.99": self._people_for(gp, 0.99)})
-        try:
-            import pandas as pd
-        except ImportError:                                     # pragma: no cover
-            return rows
-        return pd.DataFrame(rows)
+        return rows
 
     def _people_for(self, gp: _GroupPlan, probability: float) -> int:
         """The least number of people (each keeping one key) at which a key is released with
@@ -509,6 +562,7 @@ class GroupBy:
         if self.privacy_unit is not None:
             held.append(records.person_ids(_column(self.data, self.privacy_unit,
                                                    "privacy_unit", func), self.rows, func))
+        grids(gp, specs, self.rows)                 # a table too large for exact sums: refused
         rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads, self.rows,
                       rho=gp.plan.rho if self.keys is not None else None)
         stream = rel.charge_keys()
@@ -572,10 +626,10 @@ def grids(gp: _GroupPlan, specs: list[_Spec], rows: int) -> dict[str, Grid]:
     for c in _moment_columns(specs):
         lo, hi = gp.bounds[c]
         half = (hi - lo) / 2.0
-        g1 = records.value_grid(next(measures), half, rows)
+        g1 = records.value_grid(next(measures), half, rows, "GroupBy.agg")
         g2 = None
         if _second_moment(specs, c):
-            g2 = records.value_grid(next(measures), half * half, rows)
+            g2 = records.value_grid(next(measures), half * half, rows, "GroupBy.agg")
         out[c] = Grid(lo, hi, g1, g2)
     return out
 
@@ -587,7 +641,7 @@ class KeyStatistics(NamedTuple):
 
     rows: NDArray[np.int64]
     people: NDArray[np.int64]
-    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]]
+    sums: dict[str, tuple[NDArray[np.int64], NDArray[np.int64] | None]]
     #: per quantile column, ``key << 32 | k`` for each row kept, ``k`` the value's point on
     #: the column's quantile grid (:func:`dpfast.records.quantile_grid`), in any order
     #: (pieces concatenate).
@@ -648,16 +702,16 @@ def _block_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
         k = np.floor((np.clip(values[c][kept], lo, hi) - lo) / g)
         np.clip(k, 0, top, out=k)
         points[c] = (kcode.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
-    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
+    sums: dict[str, tuple[NDArray[np.int64], NDArray[np.int64] | None]] = {}
     for c, grid in col_grids.items():
         x = np.clip(values[c][kept], grid.lo, grid.hi)
         mid, half = (grid.lo + grid.hi) / 2.0, (grid.hi - grid.lo) / 2.0
-        s1 = np.bincount(kcode, weights=records.units(x, mid, half, grid.g1),
-                         minlength=nkeys).astype(np.float64)
+        s1 = records.exact_sums(kcode, records.units(x, mid, half, grid.g1),
+                                math.floor(half / grid.g1), nkeys)
         s2 = None
         if grid.g2 is not None:
             sq = records.units((x - mid) ** 2, 0.0, half * half, grid.g2)
-            s2 = np.bincount(kcode, weights=sq, minlength=nkeys).astype(np.float64)
+            s2 = records.exact_sums(kcode, sq, math.floor(half * half / grid.g2), nkeys)
         sums[c] = (s1, s2)
     return KeyStatistics(rows, people, sums, points)
 
@@ -665,7 +719,7 @@ def _block_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
 def add_statistics(a: KeyStatistics, b: KeyStatistics) -> KeyStatistics:
     """The statistics of two disjoint sets of rows together (exact: sums of integers in
     float64 below 2**53, grid points concatenated)."""
-    sums: dict[str, tuple[NDArray[np.float64], NDArray[np.float64] | None]] = {}
+    sums: dict[str, tuple[NDArray[np.int64], NDArray[np.int64] | None]] = {}
     for c, (s1, s2) in a.sums.items():
         t1, t2 = b.sums[c]
         sums[c] = (s1 + t1, None if s2 is None or t2 is None else s2 + t2)
@@ -713,7 +767,8 @@ def finish(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec], group
     picks = _quantiles(stream, threads, gp, specs, group, stats, released)
     out = {s.name: picks[s.name] if s.stat == "quantile" else
            _statistic(s, n, sums, gp.bounds) for s in specs}
-    return _frame(group.by, key_values[released], out, group.privacy_unit, gp)
+    return _frame(group.by, key_values[released], out, group.privacy_unit,
+                  group._plan_rows(gp))
 
 
 def _quantiles(stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec],
@@ -764,7 +819,9 @@ def _select(stream: Keys, threads: int, stats: KeyStatistics, gp: _GroupPlan,
         return np.flatnonzero((people > 0) & (noisy > gp.gaussian.tau))
     pi = selection_probabilities(per_key(gp.selection_epsilon, max_groups),
                                  per_key(gp.selection_delta, max_groups))
-    p = np.where(people < pi.size, pi[np.minimum(people, pi.size - 1)], 1.0)
+    # Beyond the table, its last value: 1 when it reached 1; else (the steps stopped
+    # moving in floats, or the table's length cap) the rule stays private held constant.
+    p = pi[np.minimum(people, pi.size - 1)]
     p[people == 0] = 0.0
     u = np.empty(people.size, dtype=np.float64)
     noise.uniforms(stream.next(), threads, u)
@@ -804,7 +861,7 @@ def _statistic(s: _Spec, n: NDArray[np.int64],
 
 
 def _frame(by: str, keys: NDArray[Any], out: dict[str, Any], unit: str | None,
-           gp: _GroupPlan) -> Any:
+           plan: list[dict[str, object]]) -> Any:
     person = unit if unit is not None else "each row (no privacy_unit: a row is a person)"
     try:
         import pandas as pd
@@ -812,7 +869,7 @@ def _frame(by: str, keys: NDArray[Any], out: dict[str, Any], unit: str | None,
         return {"key": keys, **out}
     frame = pd.DataFrame(out, index=pd.Index(keys, name=by))
     frame.attrs["privacy_unit"] = person
-    frame.attrs["plan"] = gp.plan.describe()
+    frame.attrs["plan"] = plan
     return frame
 
 

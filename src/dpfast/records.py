@@ -78,9 +78,12 @@ def check_bounds(bounds: object, func: str, name: str = "bounds") -> tuple[float
     if not lo < hi:
         raise ValueError(f"The {name!r} parameter of {func} must have low < high. Got "
                          f"{bounds!r} instead.")
-    if not math.isfinite(hi - lo):
-        raise ValueError(f"The {name!r} parameter of {func} must be a finite interval "
-                         f"(high - low overflows). Got {bounds!r} instead.")
+    if not math.isfinite(hi - lo) or max(abs(lo), abs(hi)) >= 2.0**960 or \
+            (hi - lo) / 2.0 < 2.0**-1000:
+        raise ValueError(f"The {name!r} parameter of {func} must be an interval of normal "
+                         "floats, neither too wide (|low|, |high| below 2**960) nor too narrow "
+                         f"(high - low at least 2**-999), so that sums and noise stay "
+                         f"finite floats. Got {bounds!r} instead.")
     return lo, hi
 
 
@@ -141,6 +144,11 @@ def check_keys_column(arr: NDArray[Any], name: str, func: str) -> None:
             raise ValueError(f"The {name!r} parameter of {func} must not contain nulls or "
                              f"infinities. Got {_v.entry_at(~np.isfinite(arr), 'is null')} "
                              "instead.")
+        return
+    if arr.dtype.kind in "mM":
+        if np.isnat(arr).any():
+            raise ValueError(f"The {name!r} parameter of {func} must not contain nulls. Got "
+                             f"{_v.entry_at(np.isnat(arr), 'is null (NaT)')} instead.")
         return
     if arr.dtype.kind != "O":
         return
@@ -229,6 +237,16 @@ def split(func: str, noise_name: object, epsilon: object, delta: object, rho: ob
     noise splits rho (given, or the largest rho whose tight conversion fits (epsilon, delta),
     which is what is charged then). A selection part gets an epsilon: its share of epsilon,
     or ``sqrt(8 r)`` of its share ``r`` of rho."""
+    try:
+        return _split(func, noise_name, epsilon, delta, rho, parts, accountant)
+    except (OverflowError, ZeroDivisionError):
+        raise ValueError(f"{func}: the privacy parameters (epsilon, delta, rho) and the "
+                         "bounds give noise too large or too small to represent as floats. "
+                         f"Got epsilon={epsilon!r}, delta={delta!r}, rho={rho!r}.") from None
+
+
+def _split(func: str, noise_name: object, epsilon: object, delta: object, rho: object,
+           parts: Sequence[Part], accountant: AccountantLike | None) -> Plan:
     # The keywords checked once, with the noise layer's own messages.
     whole = noise.measure(func, noise_name, epsilon, delta, rho, l1=1.0, l2=1.0,
                           integer=True, zcdp_accountant=composes_in_zcdp(
@@ -332,34 +350,67 @@ def bound(keys: Keys, threads: int, person: NDArray[np.int64],
 
 # -- exact sums on a grid -------------------------------------------------------------------
 
-def units(x: NDArray[np.float64], centre: float, half: float, g: float) -> NDArray[np.float64]:
-    """``x - centre`` in whole units of ``g`` (a power of two), rounded, within
-    ``+-floor(half / g)``: each value's contribution is at most ``half`` in magnitude, and
-    sums of the units are exact in float64 while they stay below 2**53."""
+#: The largest exact sum, in grid units: a table whose rows could reach it is refused.
+EXACT = 2**62
+
+
+def units(x: NDArray[np.float64], centre: float, half: float, g: float) -> NDArray[np.int64]:
+    """``x - centre`` in whole units of ``g`` (a power of two: the grid of the sum's noise),
+    rounded, within ``+-floor(half / g)``: each value's contribution is at most ``half`` in
+    magnitude. Sums of units are exact integers (:func:`exact_sums`)."""
     k = math.floor(half / g)
     u = np.rint((x - centre) / g)
     np.clip(u, -k, k, out=u)
-    return u
+    return u.astype(np.int64)
 
 
-def value_grid(m: noise.Measure, half: float, rows: int) -> float:
-    """The grid of a sum: the noise's grid, or a coarser power of two when ``rows`` values
-    of magnitude ``half`` could reach :data:`EXACT` units. ``rows`` is the table's length
-    (not the rows kept): the length is treated as public here, and moves the grid only past
-    ``2**52`` grid units of values (billions of rows at epsilon 1)."""
-    g = m.noise.g
-    while rows * math.floor(half / g) >= EXACT:
-        g *= 2.0
+#: A value is at most 2**UNIT_BITS units of its sum's grid.
+UNIT_BITS = 30
+
+
+def value_grid(m: noise.Measure, half: float, rows: int, func: str) -> float:
+    """The grid of a sum: its noise's grid, or the power of two that keeps a value within
+    ``2**UNIT_BITS`` units if that is coarser -- from the budget and the bounds only, never
+    the data. A table of ``rows`` rows whose sum could pass :data:`EXACT` units is refused
+    (more than 2**32 rows; the refusal reads the table's length)."""
+    g = max(m.noise.g, 2.0 ** (math.ceil(math.log2(half)) - UNIT_BITS))
+    if rows * math.floor(half / g) >= EXACT:
+        raise ValueError(f"{func}: {rows:,} rows at this budget and these bounds could pass "
+                         f"2**62 units of the sum's grid ({g!r}); split the table.")
     return g
 
 
-def noisy_sum(m: noise.Measure, key: _native.Key, total_units: NDArray[np.float64],
+def exact_sums(code: NDArray[np.int64], u: NDArray[np.int64], k: int,
+               nkeys: int) -> NDArray[np.int64]:
+    """Sums of the units ``u`` (each in [-k, k]) per code, exact in int64: ``u + k`` in
+    three parts of 21 bits, each part's sums exact in float64 (below 2**32 rows a key)."""
+    shifted = u + k
+    total = np.zeros(nkeys, dtype=np.int64)
+    for shift in (42, 21, 0):
+        part = (shifted >> shift) & 0x1FFFFF
+        total += np.bincount(code, weights=part, minlength=nkeys).astype(np.int64) << shift
+    return total - k * np.bincount(code, minlength=nkeys).astype(np.int64)
+
+
+def _unit_noise(m: noise.Measure, g: float) -> noise.Laplace | noise.Gaussian:
+    """The measurement's noise in whole units of the grid ``g`` (a power of two at least
+    its own): discrete Laplace of parameter ``scale / g``, or discrete Gaussian of
+    ``sigma / g`` -- on integer sums whose sensitivity in units is the measurement's divided
+    by ``g`` (exactly: values are clamped to whole units), the same privacy."""
+    if isinstance(m.noise, noise.Laplace):
+        return noise.Laplace(m.noise.scale / g, True)
+    return noise.Gaussian(m.noise.sigma / g, True)
+
+
+def noisy_sum(m: noise.Measure, key: _native.Key, total_units: NDArray[np.int64],
               g: float) -> NDArray[np.float64]:
-    """``total_units * g`` plus the measurement's noise (exact: the sums are on the grid of
-    the noise, or on a coarser power of two)."""
-    out = np.ascontiguousarray(total_units * g, dtype=np.float64)
-    m.noise.fill(key, 1, out, out)
-    return out
+    """``(total_units + K) * g``: integer noise ``K`` in units of the grid added to the exact
+    integer sums, then scaled (a float's rounding of the released integer is
+    post-processing)."""
+    out = np.array(total_units, dtype=np.int64)
+    _unit_noise(m, g).fill(key, 1, out, out)
+    scaled: NDArray[np.float64] = out.astype(np.float64) * g
+    return scaled
 
 
 def noisy_count(m: noise.Measure, key: _native.Key,
@@ -390,7 +441,20 @@ def _column(func: str, values: object, bounds: object, privacy_unit: object,
                              "person and needs privacy_unit=; without one each row is a "
                              f"person. Got max_rows={max_rows!r} without a privacy_unit.")
         return _Column(x, lo, hi, None, 1)
+    check_aligned(values, privacy_unit, "privacy_unit", func)
     return _Column(x, lo, hi, person_ids(privacy_unit, x.size, func), rows)
+
+
+def check_aligned(values: object, other: object, name: str, func: str) -> None:
+    """Refuse two pandas Series whose indexes differ: they are paired by position here, and
+    a sorted or filtered Series would pair its values with other people's ids."""
+    index, other_index = getattr(values, "index", None), getattr(other, "index", None)
+    if index is not None and other_index is not None and hasattr(index, "equals") and \
+            not index.equals(other_index):
+        raise ValueError(f"The {name!r} parameter of {func} is a pandas Series whose index "
+                         "differs from the values': rows are paired by position, not by "
+                         "index. Align them first (e.g. reindex, or pass .to_numpy() of "
+                         "both in one order).")
 
 
 def _kept(col: _Column, keys: Keys, threads: int) -> NDArray[np.float64]:
@@ -415,6 +479,8 @@ def _moments(func: str, values: object, bounds: object, privacy_unit: object,
     if order == 2:
         parts.append(Part("centred sum of squares", r * half * half, r * half * half, False))
     plan = split(func, noise_name, epsilon, delta, rho, parts, accountant)
+    g = value_grid(plan.noisy()[1], half, col.x.size, func)
+    g2 = value_grid(plan.noisy()[2], half * half, col.x.size, func) if order == 2 else 0.0
     rel = Release(func, accountant, plan.epsilon, plan.delta, rng, threads, col.x.size,
                   rho=plan.rho)
     keys = rel.charge_keys()
@@ -422,15 +488,16 @@ def _moments(func: str, values: object, bounds: object, privacy_unit: object,
     mid = (col.lo + col.hi) / 2.0
     out = [float(noisy_count(plan.noisy()[0], keys.next(),
                              np.array([x.size], dtype=np.int64))[0])]
-    g = value_grid(plan.noisy()[1], half, col.x.size)
-    out.append(float(noisy_sum(plan.noisy()[1], keys.next(),
-                               np.array([units(x, mid, half, g).sum()]), g)[0]))
+    out.append(_noisy_total(plan.noisy()[1], keys, units(x, mid, half, g), g))
     if order == 2:
-        g2 = value_grid(plan.noisy()[2], half * half, col.x.size)
-        sq = units((x - mid) ** 2, 0.0, half * half, g2)
-        out.append(float(noisy_sum(plan.noisy()[2], keys.next(), np.array([sq.sum()]),
-                                   g2)[0]))
+        out.append(_noisy_total(plan.noisy()[2], keys,
+                                units((x - mid) ** 2, 0.0, half * half, g2), g2))
     return col, np.array(out)
+
+
+def _noisy_total(m: noise.Measure, keys: Keys, u: NDArray[np.int64], g: float) -> float:
+    """The noisy sum of the units ``u`` (exact int64 sum: |u| below 2**62 / rows)."""
+    return float(noisy_sum(m, keys.next(), np.array([int(u.sum())], dtype=np.int64), g)[0])
 
 
 def sum(values: object, *, bounds: object, epsilon: object = None, delta: object = None,
@@ -467,13 +534,12 @@ def sum(values: object, *, bounds: object, epsilon: object = None, delta: object
     r = float(col.max_rows)
     plan = split(func, noise, epsilon, delta, rho, [Part("sum", r * reach, r * reach, False)],
                  accountant)
+    g = value_grid(plan.noisy()[0], reach, col.x.size, func)
     rel = Release(func, accountant, plan.epsilon, plan.delta, rng, threads, col.x.size,
                   rho=plan.rho)
     keys = rel.charge_keys()
     x = _kept(col, keys, rel.threads)
-    g = value_grid(plan.noisy()[0], reach, col.x.size)
-    total = units(x, 0.0, reach, g).sum()
-    return float(noisy_sum(plan.noisy()[0], keys.next(), np.array([total]), g)[0])
+    return _noisy_total(plan.noisy()[0], keys, units(x, 0.0, reach, g), g)
 
 
 def mean(values: object, *, bounds: object, epsilon: object = None, delta: object = None,
@@ -664,8 +730,11 @@ def _quantiles(func: str, values: object, q: object, bounds: object, epsilon: ob
     order = np.argsort(flat, kind="stable")
     draws = levels(flat.size) if method == "recursive" else flat.size
     per_draw = _down(eps / draws)
+    # The zCDP cost stated (the exponential mechanism's epsilon**2 / 8 a draw), when it is a
+    # positive float; else none is stated and a zCDP accountant charges epsilon**2 / 2.
+    stated = draws * per_draw * per_draw / 8.0
     rel = Release(func, accountant, eps, 0.0, rng, threads, col.x.size,
-                  rho=draws * per_draw * per_draw / 8.0)
+                  rho=stated if 0.0 < stated < math.inf else None)
     keys = rel.charge_keys()
     x = _kept(col, keys, rel.threads)
     s = np.floor((x - col.lo) / g)

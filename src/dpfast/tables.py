@@ -25,8 +25,13 @@ class ParquetColumns:
     __slots__ = ("path", "rows", "names", "_identity")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        import stat
+
         import pyarrow.parquet as pq
         self.path = os.fspath(path)
+        if not stat.S_ISREG(os.stat(self.path).st_mode):
+            raise ValueError(f"The 'data' parameter: {self.path!r} is not a regular file (a "
+                             "pipe, a device or a directory is not read as Parquet).")
         self._identity = self._stat()
         meta = pq.ParquetFile(self.path)
         self.rows = int(meta.metadata.num_rows)
@@ -67,16 +72,13 @@ class ParquetColumns:
 
     def column(self, name: str, param: str, func: str) -> Any:
         """The whole column: numbers written in place into one int64 or float64 array."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        kind = pq.ParquetFile(self.path).schema_arrow.field(name).type \
-            if name in self.names else None
-        dtype: Any = np.int64 if kind is not None and pa.types.is_integer(kind) else \
-            np.float64 if kind is not None and pa.types.is_floating(kind) else object
-        out = np.empty(self.rows, dtype=dtype)
+        out: Any = None
         for at, values in self._batches(name, param, func):
+            if out is None:         # the dtype of the column's numpy values (uint64 stays
+                kind = values.dtype.kind                          # uint64, times times)
+                out = np.empty(self.rows, dtype=values.dtype if kind in "biufmM" else object)
             out[at:at + values.size] = values
-        return out
+        return out if out is not None else np.empty(0)
 
     def check_values(self, name: str, param: str, func: str) -> None:
         """Read column ``name`` batch by batch without keeping it, refusing what
@@ -160,6 +162,11 @@ def length(data: object, func: str) -> int:
         return data.rows
     module = type(data).__module__.split(".")[0]
     if isinstance(data, Mapping):
+        series = [v for v in data.values() if hasattr(getattr(v, "index", None), "equals")]
+        if any(not s.index.equals(series[0].index) for s in series[1:]):
+            raise ValueError(f"The 'data' parameter of {func} holds pandas Series whose "
+                             "indexes differ: rows are paired by position, not by index. "
+                             "Align them first, or pass a DataFrame.")
         lengths = {len(np.asarray(v)) if not hasattr(v, "__len__") else len(v)
                    for v in data.values()}
         if len(lengths) > 1:
