@@ -1216,7 +1216,7 @@ def _agg_remaining(acct: Accountant) -> str:
     text = (f"epsilon = {spent[0]:g}, delta = {spent[1]:g} spent of {acct.epsilon:g}, "
             f"{acct.delta:g}; {left[0]:g}, {left[1]:g} left")
     rho = getattr(spent, "rho", None)
-    return text + (f" (rho = {rho:g} spent)" if rho else "")
+    return text + (f" (rho = {rho:g} spent)" if rho and math.isfinite(rho) else "")
 
 
 def _agg_plan_text(plan: Any) -> str:

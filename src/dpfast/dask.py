@@ -759,6 +759,10 @@ class GroupBy:
         _refuse_unaffordable(rel)
         # Read, before the charge.
         columns = list(gp.bounds)
+        for c in columns:
+            if c not in self.frame.columns:
+                raise ValueError(f"The statistics of {func} name a value column, {c!r}, that "
+                                 "the data does not have.")
         wanted = list(dict.fromkeys([self.by, *columns] + (
             [self.privacy_unit] if self.privacy_unit is not None else [])))
         raw = dask.persist(*self.frame[wanted].to_delayed())

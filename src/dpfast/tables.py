@@ -33,7 +33,11 @@ class ParquetColumns:
             raise ValueError(f"The 'data' parameter: {self.path!r} is not a regular file (a "
                              "pipe, a device or a directory is not read as Parquet).")
         self._identity = self._stat()
-        meta = pq.ParquetFile(self.path)
+        try:
+            meta = pq.ParquetFile(self.path)
+        except Exception:       # Arrow's error for a file that is not Parquet
+            raise ValueError(f"The 'data' parameter: {self.path!r} cannot be read as a "
+                             "Parquet file.") from None
         self.rows = int(meta.metadata.num_rows)
         self.names = list(meta.schema_arrow.names)
 
