@@ -47,8 +47,10 @@ def _privacy(noise, keys):
     return dict(noise=noise, epsilon=1.0, delta=1e-6)
 
 
-CASES = [(unit, keys, noise) for unit in (None, "user") for keys in (None, PUBLIC)
-         for noise in ("laplace", "gaussian")]
+# Each of the privacy unit, the keys and the noise both ways, in four cases (a full cross
+# of the three adds only time: their code paths are independent).
+CASES = [(None, None, "laplace"), (None, PUBLIC, "gaussian"), ("user", None, "gaussian"),
+         ("user", PUBLIC, "laplace")]
 
 
 @pytest.mark.parametrize("unit, keys, noise", CASES,
@@ -60,7 +62,7 @@ def test_same_release_as_the_whole_frame(clusters, people, unit, keys, noise):
     want = dp.group_by(people, "dept", privacy_unit=unit, keys=keys, **bounds).agg(
         accountant=_budget(), rng=seed, **_privacy(noise, keys), **STATS)
     assert (want["n"] > 0).sum() >= 3
-    for workers, partitionings in ((1, (7,)), (2, (1, 3, 7))):
+    for workers, partitionings in ((1, (7,)), (2, (1, 3))):
         with clusters(workers).as_current():
             for parts in partitionings:
                 frame = dd.from_pandas(people, npartitions=parts)
