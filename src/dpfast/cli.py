@@ -200,19 +200,28 @@ def _accountant(args: argparse.Namespace, default_budget: float | None = None) -
             raise CLIError("--budget sets the budget of a new --ledger file: give --ledger "
                            "too.")
         return Accountant(epsilon=default_budget if default_budget is not None else math.inf)
-    _check_directory(args.ledger, "--ledger")
-    if os.path.lexists(args.ledger):
-        acct = _open_ledger(args.ledger, lambda: Accountant.from_ledger(args.ledger))
-        if args.budget is not None and acct.epsilon != args.budget:
-            raise CLIError(f"--ledger {args.ledger!r} holds a budget of epsilon = "
-                           f"{acct.epsilon:g}, not --budget {args.budget:g} (a ledger's "
-                           "budget is fixed when it is created).")
+    acct = _existing_ledger(args)
+    if acct is not None:
         return acct
     budget = args.budget if args.budget is not None else default_budget
     if budget is None:
         raise CLIError(f"--ledger {args.ledger!r} does not exist: pass --budget EPSILON to "
                        "create it with that total budget.")
     return _open_ledger(args.ledger, lambda: Accountant(epsilon=budget, ledger=args.ledger))
+
+
+def _existing_ledger(args: argparse.Namespace) -> Accountant | None:
+    """The accountant of the --ledger file if it exists (its budget must be --budget's,
+    when given: a ledger's budget is fixed when it is created), else None."""
+    _check_directory(args.ledger, "--ledger")
+    if not os.path.lexists(args.ledger):
+        return None
+    acct = _open_ledger(args.ledger, lambda: Accountant.from_ledger(args.ledger))
+    if args.budget is not None and acct.epsilon != args.budget:
+        raise CLIError(f"--ledger {args.ledger!r} holds a budget of epsilon = "
+                       f"{acct.epsilon:g}, not --budget {args.budget:g} (a ledger's "
+                       "budget is fixed when it is created).")
+    return acct
 
 
 def _open_ledger(path: str, open_: "Callable[[], Accountant]") -> Accountant:
@@ -1189,13 +1198,8 @@ def _agg_accountant(args: argparse.Namespace) -> Accountant:
         if args.rho is not None:
             return Accountant(rho=math.inf)
         return Accountant(epsilon=math.inf, delta=1.0)
-    _check_directory(args.ledger, "--ledger")
-    if os.path.lexists(args.ledger):
-        acct = _open_ledger(args.ledger, lambda: Accountant.from_ledger(args.ledger))
-        if args.budget is not None and acct.epsilon != args.budget:
-            raise CLIError(f"--ledger {args.ledger!r} holds a budget of epsilon = "
-                           f"{acct.epsilon:g}, not --budget {args.budget:g} (a ledger's "
-                           "budget is fixed when it is created).")
+    acct = _existing_ledger(args)
+    if acct is not None:
         return acct
     if args.budget is None:
         raise CLIError(f"--ledger {args.ledger!r} does not exist: pass --budget EPSILON (and "

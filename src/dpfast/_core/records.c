@@ -246,32 +246,36 @@ void dpf_bound_chunk(void *task, int64_t chunk, int slot)
 
 /* -- order statistics ----------------------------------------------------------------------- */
 
-void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n)
-{
-    uint32_t *src = keys, *dst = tmp;
-    uint32_t all_or = 0, all_and = 0xffffffffu;
-    for (int64_t i = 0; i < n; i++) {
-        all_or |= keys[i];
-        all_and &= keys[i];
-    }
-    for (int shift = 0; shift < 32; shift += 11) {
-        const uint32_t digit_mask = 0x7ffu << shift;
-        if (((all_or ^ all_and) & digit_mask) == 0)
-            continue;                               /* every key has this digit: no pass */
-        int64_t count[2049] = {0};
-        for (int64_t i = 0; i < n; i++)
-            count[((src[i] >> shift) & 0x7ff) + 1]++;
-        for (int d = 0; d < 2048; d++)
-            count[d + 1] += count[d];
-        for (int64_t i = 0; i < n; i++)
-            dst[count[(src[i] >> shift) & 0x7ff]++] = src[i];
-        uint32_t *swap = src;
-        src = dst;
-        dst = swap;
-    }
-    if (src != keys)
-        memcpy(keys, src, (size_t)n * sizeof(uint32_t));
+/* An LSD radix sort of n unsigned keys of type T in place (tmp: room for n), 11-bit digits,
+ * skipping the digits every key shares (the high digits of small keys). */
+#define DPF_RADIX_SORT(name, T, BITS)                                                     \
+void name(T *keys, T *tmp, int64_t n)                                                     \
+{                                                                                         \
+    T *src = keys, *dst = tmp, all_or = 0, all_and = (T)~(T)0;                            \
+    for (int64_t i = 0; i < n; i++) {                                                     \
+        all_or |= keys[i];                                                                \
+        all_and &= keys[i];                                                               \
+    }                                                                                     \
+    for (int shift = 0; shift < (BITS); shift += 11) {                                    \
+        if ((((all_or ^ all_and) >> shift) & 0x7ff) == 0)                                 \
+            continue;                                                                     \
+        int64_t count[2049] = {0};                                                        \
+        for (int64_t i = 0; i < n; i++)                                                   \
+            count[((src[i] >> shift) & 0x7ff) + 1]++;                                     \
+        for (int d = 0; d < 2048; d++)                                                    \
+            count[d + 1] += count[d];                                                     \
+        for (int64_t i = 0; i < n; i++)                                                   \
+            dst[count[(src[i] >> shift) & 0x7ff]++] = src[i];                             \
+        T *swap = src;                                                                    \
+        src = dst;                                                                        \
+        dst = swap;                                                                       \
+    }                                                                                     \
+    if (src != keys)                                                                      \
+        memcpy(keys, src, (size_t)n * sizeof(T));                                         \
 }
+
+DPF_RADIX_SORT(dpf_sort_u32, uint32_t, 32)
+DPF_RADIX_SORT(dpf_sort_u64, uint64_t, 64)
 
 void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
                           double target, double a, double *w)
@@ -282,39 +286,6 @@ void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
         int64_t count = top - below;
         w[j] = count > 0 ? log((double)count) - a * fabs((double)j - target) : -INFINITY;
     }
-}
-
-int64_t dpf_quantile_pick(const uint32_t *s, int64_t m, int64_t lo, int64_t j, int64_t off)
-{
-    (void)m;
-    return (j == 0 ? lo : (int64_t)s[j - 1] + 1) + off;
-}
-
-void dpf_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n)
-{
-    uint64_t *src = keys, *dst = tmp;
-    uint64_t all_or = 0, all_and = ~(uint64_t)0;
-    for (int64_t i = 0; i < n; i++) {
-        all_or |= keys[i];
-        all_and &= keys[i];
-    }
-    for (int shift = 0; shift < 64; shift += 11) {
-        const uint64_t digit_mask = (uint64_t)0x7ff << shift;
-        if (((all_or ^ all_and) & digit_mask) == 0)
-            continue;                               /* every key has this digit: no pass */
-        int64_t count[2049] = {0};
-        for (int64_t i = 0; i < n; i++)
-            count[((src[i] >> shift) & 0x7ff) + 1]++;
-        for (int d = 0; d < 2048; d++)
-            count[d + 1] += count[d];
-        for (int64_t i = 0; i < n; i++)
-            dst[count[(src[i] >> shift) & 0x7ff]++] = src[i];
-        uint64_t *swap = src;
-        src = dst;
-        dst = swap;
-    }
-    if (src != keys)
-        memcpy(keys, src, (size_t)n * sizeof(uint64_t));
 }
 
 /* The log-weight of gap j of the sorted values v[0..m) (low 32 bits of s[j]) over lo..hi. */

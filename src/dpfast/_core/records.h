@@ -58,8 +58,6 @@ void dpf_grouped_quantile(const uint64_t *s, const int64_t *start, const int64_t
 void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
                           double target, double a, double *w);
 
-/* The integer of the chosen interval j at offset off (0 <= off < its count). */
-int64_t dpf_quantile_pick(const uint32_t *s, int64_t m, int64_t lo, int64_t j, int64_t off);
 
 #ifdef __cplusplus
 }
