@@ -326,3 +326,42 @@ def test_quantile_weights_at_the_grid_extremes():
         np.testing.assert_allclose(w, weights_reference(s, 0, TOP, target, a), rtol=1e-13)
     w = _native.quantile_weights(np.empty(0, dtype=np.uint32), 0, TOP, 0.0, 1.0)
     np.testing.assert_allclose(w, [math.log(2.0**32)])
+
+
+# -- statistics per key ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("trial", range(8))
+def test_key_sums_are_numpys_clamp_centre_and_rounding(trial):
+    """The compiled pass per value column gives the integers numpy's operations give, in
+    numpy's order: rows and people per key, and the exact sums of units (and of squares'
+    units), values at the bounds and ties of the rounding included."""
+    from dpfast import records
+    rng = np.random.default_rng(100 + trial)
+    n, nkeys = int(rng.integers(0, 20_000)), int(rng.integers(1, 40))
+    code = rng.integers(0, nkeys, n)
+    flags = rng.choice(np.array([0, 1, 3], dtype=np.uint8), n)
+    lo, hi = sorted(rng.normal(0, 1000, 2))
+    g1, g2 = 2.0 ** int(rng.integers(-20, 5)), 2.0 ** int(rng.integers(-10, 15))
+    x = rng.normal((lo + hi) / 2, hi - lo, n)
+    x[rng.random(n) < 0.02] = lo
+    x[rng.random(n) < 0.02] = hi
+    x[rng.random(n) < 0.05] = (lo + hi) / 2 + g1 * (rng.integers(-5, 5) + 0.5)   # ties
+    rows, people, s1, s2 = _native.key_sums(code, flags, x, nkeys, lo, hi, g1,
+                                            int(np.floor((hi - lo) / 2 / g1)), g2,
+                                            int(np.floor(((hi - lo) / 2) ** 2 / g2)))
+    kept = flags != 0
+    xx = np.clip(x[kept], lo, hi)
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    np.testing.assert_array_equal(rows, np.bincount(code[kept], minlength=nkeys))
+    np.testing.assert_array_equal(people, np.bincount(code[flags == 3], minlength=nkeys))
+    want1 = records.exact_sums(code[kept], records.units(xx, mid, half, g1),
+                               int(np.floor(half / g1)), nkeys)
+    want2 = records.exact_sums(code[kept], records.units((xx - mid) ** 2, 0.0, half * half, g2),
+                               int(np.floor(half * half / g2)), nkeys)
+    np.testing.assert_array_equal(s1, want1)
+    np.testing.assert_array_equal(s2, want2)
+
+
+def test_key_sums_refuses_codes_outside_the_keys():
+    with pytest.raises(ValueError, match="codes"):
+        _native.key_sums(np.array([0, 5]), np.ones(2, dtype=np.uint8), None, 3)

@@ -1366,6 +1366,10 @@ cdef extern from "records.h":
     void dpf_quantile_weights(const uint32_t *s, int64_t m, int64_t lo, int64_t hi,
                               double target, double a, double *w) nogil
     void dpf_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n) nogil
+    void dpf_key_sums(const int64_t *code, const uint8_t *flags, const double *x, int64_t n,
+                      double lo, double hi, double mid, double g, int64_t k, double g2,
+                      int64_t k2, int64_t *rows, int64_t *people, int64_t *s1,
+                      int64_t *s2) nogil
     void dpf_grouped_quantile(const uint64_t *s, const int64_t *start, const int64_t *groups,
                               int64_t ngroups, int64_t top, double q, double a,
                               const double *u1, const double *u2, int64_t *out) nogil
@@ -1472,3 +1476,33 @@ def grouped_quantile(cnp.ndarray s not None, cnp.ndarray start not None,
     with nogil:
         dpf_grouped_quantile(ps, pst, pg, ng, top, q, a, pu1, pu2, po)
     return out
+
+
+def key_sums(cnp.ndarray code not None, cnp.ndarray flags not None, object x, int64_t nkeys,
+             double lo=0.0, double hi=0.0, double g=1.0, int64_t k=0, double g2=0.0,
+             int64_t k2=-1):
+    """(rows, people, s1, s2) per key of the rows flagged kept (codes in [0, nkeys), checked):
+    rows, people (pairs marked) and, for float64 values x (or None), the exact int64 sums of
+    the values' units on the grid g (clamped to [lo, hi], centred, rounded half to even,
+    within +-k) and, k2 >= 0, of the centred squares' units on g2 (within +-k2); None for
+    what is not computed. One pass, GIL released."""
+    cdef int64_t n = code.shape[0]
+    cdef const int64_t *pc = <const int64_t *>_data(code, cnp.NPY_INT64, n, "code")
+    cdef const uint8_t *pf = <const uint8_t *>_data(flags, cnp.NPY_UINT8, n, "flags")
+    cdef const double *px = NULL
+    if n and (np.min(code) < 0 or np.max(code) >= nkeys):
+        raise ValueError("codes must be in [0, nkeys)")
+    if x is not None:
+        px = <const double *>_data(x, cnp.NPY_FLOAT64, n, "x")
+    rows = np.zeros(nkeys, dtype=np.int64)
+    people = np.zeros(nkeys, dtype=np.int64)
+    s1 = np.zeros(nkeys, dtype=np.int64) if x is not None else None
+    s2 = np.zeros(nkeys, dtype=np.int64) if x is not None and k2 >= 0 else None
+    cdef int64_t *pr = <int64_t *>cnp.PyArray_DATA(rows)
+    cdef int64_t *pp = <int64_t *>cnp.PyArray_DATA(people)
+    cdef int64_t *p1 = <int64_t *>cnp.PyArray_DATA(s1) if s1 is not None else NULL
+    cdef int64_t *p2 = <int64_t *>cnp.PyArray_DATA(s2) if s2 is not None else NULL
+    cdef double mid = (lo + hi) / 2.0
+    with nogil:
+        dpf_key_sums(pc, pf, px, n, lo, hi, mid, g, k, g2, k2, pr, pp, p1, p2)
+    return rows, people, s1, s2

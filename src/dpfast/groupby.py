@@ -692,27 +692,31 @@ def _block_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
                       values: dict[str, NDArray[np.float64]], nkeys: int,
                       col_grids: dict[str, Grid],
                       quantile_bounds: dict[str, tuple[float, float]]) -> KeyStatistics:
-    kept = flags != 0
-    kcode = code[kept]
-    rows = np.bincount(kcode, minlength=nkeys).astype(np.int64)
-    people = np.bincount(code[flags == KEPT_PAIR], minlength=nkeys).astype(np.int64)
-    points = {}
-    for c, (lo, hi) in quantile_bounds.items():
-        g, top = records.quantile_grid(lo, hi)
-        k = np.floor((np.clip(values[c][kept], lo, hi) - lo) / g)
-        np.clip(k, 0, top, out=k)
-        points[c] = (kcode.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
+    """Rows, people and the exact sums per key in one compiled pass per value column
+    (``_native.key_sums``: numpy's clamp, centring and rounding, in numpy's order)."""
+    code = np.ascontiguousarray(code, dtype=np.int64)
+    flags = np.ascontiguousarray(flags, dtype=np.uint8)
+    rows, people, _, _ = _native.key_sums(code, flags, None, nkeys)
     sums: dict[str, tuple[NDArray[np.int64], NDArray[np.int64] | None]] = {}
     for c, grid in col_grids.items():
-        x = np.clip(values[c][kept], grid.lo, grid.hi)
-        mid, half = (grid.lo + grid.hi) / 2.0, (grid.hi - grid.lo) / 2.0
-        s1 = records.exact_sums(kcode, records.units(x, mid, half, grid.g1),
-                                math.floor(half / grid.g1), nkeys)
-        s2 = None
-        if grid.g2 is not None:
-            sq = records.units((x - mid) ** 2, 0.0, half * half, grid.g2)
-            s2 = records.exact_sums(kcode, sq, math.floor(half * half / grid.g2), nkeys)
+        half = (grid.hi - grid.lo) / 2.0
+        g2, k2 = (grid.g2, math.floor(half * half / grid.g2)) if grid.g2 is not None \
+            else (1.0, -1)
+        _, _, s1, s2 = _native.key_sums(code, flags,
+                                        np.ascontiguousarray(values[c], dtype=np.float64),
+                                        nkeys, grid.lo, grid.hi, grid.g1,
+                                        math.floor(half / grid.g1), g2, k2)
+        assert s1 is not None
         sums[c] = (s1, s2)
+    points = {}
+    if quantile_bounds:
+        kept = flags != 0
+        kcode = code[kept]
+        for c, (lo, hi) in quantile_bounds.items():
+            g, top = records.quantile_grid(lo, hi)
+            k = np.floor((np.clip(values[c][kept], lo, hi) - lo) / g)
+            np.clip(k, 0, top, out=k)
+            points[c] = (kcode.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
     return KeyStatistics(rows, people, sums, points)
 
 

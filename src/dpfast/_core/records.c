@@ -336,3 +336,33 @@ void dpf_grouped_quantile(const uint64_t *s, const int64_t *start, const int64_t
         out[k] = (chosen == 0 ? 0 : (int64_t)(uint32_t)v[chosen - 1] + 1) + off;
     }
 }
+
+/* -- statistics per key --------------------------------------------------------------------- */
+
+void dpf_key_sums(const int64_t *code, const uint8_t *flags, const double *x, int64_t n,
+                  double lo, double hi, double mid, double g, int64_t k, double g2,
+                  int64_t k2, int64_t *rows, int64_t *people, int64_t *s1, int64_t *s2)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (flags[i] == 0)
+            continue;
+        const int64_t c = code[i];
+        rows[c]++;
+        if (flags[i] == (DPF_KEPT | DPF_KEPT_FIRST))
+            people[c]++;
+        if (x == NULL)
+            continue;
+        /* The operations numpy makes, in its order: clip, subtract, divide, round half to
+         * even (the default rounding mode), clip to the units' range. */
+        const double v = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+        const double d = v - mid;
+        double u = nearbyint(d / g);
+        u = u < (double)-k ? (double)-k : (u > (double)k ? (double)k : u);
+        s1[c] += (int64_t)u;
+        if (s2 != NULL) {
+            double u2 = nearbyint((d * d) / g2);
+            u2 = u2 < (double)-k2 ? (double)-k2 : (u2 > (double)k2 ? (double)k2 : u2);
+            s2[c] += (int64_t)u2;
+        }
+    }
+}

@@ -40,6 +40,14 @@ void dpf_bound_chunk(void *task, int64_t chunk, int slot);
 /* Sort n uint32 keys in place (LSD radix, 11-bit digits; tmp has room for n keys). */
 void dpf_sort_u32(uint32_t *keys, uint32_t *tmp, int64_t n);
 
+/* Per key (code[i] in [0, nkeys)) of the rows flagged kept: rows, people (pairs marked) and,
+ * x given, the exact int64 sums of each value's units on the grid g (clamped to [lo, hi],
+ * centred on mid, rounded half to even, within +-k) and, s2 given, of its centred square's
+ * units on g2 (within +-k2): numpy's operations in numpy's order, so the same integers. */
+void dpf_key_sums(const int64_t *code, const uint8_t *flags, const double *x, int64_t n,
+                  double lo, double hi, double mid, double g, int64_t k, double g2,
+                  int64_t k2, int64_t *rows, int64_t *people, int64_t *s1, int64_t *s2);
+
 /* Sort n uint64 keys in place (LSD radix, 11-bit digits, digits all keys share skipped). */
 void dpf_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n);
 
