@@ -30,7 +30,7 @@ def people():
     """2 * 10**4 records of 3,000 people (1-20 rows each, string ids), 5 departments with
     skewed sizes, salaries partly outside the bounds."""
     rng = np.random.default_rng(11)
-    n = 20_000
+    n = 8_000
     return pd.DataFrame({
         "dept": rng.choice(list("abcde"), n, p=[0.5, 0.2, 0.15, 0.1, 0.05]),
         "user": np.char.add("u", rng.integers(0, 3_000, n).astype(str)).astype(object),
