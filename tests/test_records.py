@@ -624,3 +624,41 @@ def test_the_rows_kept_do_not_depend_on_how_people_are_named():
         out = func(np.empty(0), bounds=BOUNDS, epsilon=1.0, privacy_unit=[], max_rows=2,
                    rng=1, accountant=dp.Accountant())
         assert math.isfinite(out)
+
+
+# -- accuracy, before a release ------------------------------------------------------------
+
+def test_accuracy_states_the_noise_and_bounds_hold_in_simulation():
+    """accuracy() charges nothing; the sum's std is its noise's (2 scale**2 for Laplace) and
+    its bound is exceeded at most about beta of the time; the mean's worst-case std covers
+    the simulated one; the median's rank bound holds in every simulated release."""
+    x = np.random.default_rng(0).uniform(0, 100, 1000)
+    acct = dp.Accountant()
+    a = records.accuracy("sum", bounds=(0, 100), rows=1000, epsilon=1.0)
+    assert a["std"] == pytest.approx(math.sqrt(2) * 100.0, rel=1e-3)
+    errors = np.array([dp.sum(x, bounds=(0, 100), epsilon=1.0, accountant=acct, rng=s)
+                       - x.sum() for s in range(300)])
+    # At most beta = 0.05 beyond the bound: false alarm 1e-4 allows 0.05 + 3.7 sigma.
+    assert np.mean(np.abs(errors) > a["bound"]) <= 0.05 + 3.7 * math.sqrt(0.05 * 0.95 / 300)
+    m = records.accuracy("mean", bounds=(0, 100), rows=1000, epsilon=1.0)
+    means = [dp.mean(x, bounds=(0, 100), epsilon=1.0, accountant=acct, rng=s) - x.mean()
+             for s in range(150)]
+    assert np.std(means) <= m["std"] * 1.2
+    md = records.accuracy("median", bounds=(0, 100), rows=1000, epsilon=1.0)
+    xs = np.sort(x)
+    ranks = [abs(np.searchsorted(xs, dp.median(x, bounds=(0, 100), epsilon=1.0,
+                                               accountant=acct, rng=s)) - 500)
+             for s in range(50)]
+    assert max(ranks) <= md["rank_bound"]
+    v = records.accuracy("variance", bounds=(0, 100), rows=1000, epsilon=1.0)
+    assert v["std"] > 0 and len(v["parts"]) == 3
+    assert len(acct) == 300 + 150 + 50                   # accuracy() itself spent nothing
+
+
+def test_accuracy_refuses_bad_arguments_by_name():
+    with pytest.raises(ValueError, match="statistic"):
+        records.accuracy("mode", bounds=(0, 1), rows=10, epsilon=1.0)
+    with pytest.raises(ValueError, match="bounds"):
+        records.accuracy("sum", bounds=(1, 1), rows=10, epsilon=1.0)
+    with pytest.raises((TypeError, ValueError), match="rows"):
+        records.accuracy("mean", bounds=(0, 1), rows=0, epsilon=1.0)
