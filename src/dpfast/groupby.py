@@ -368,18 +368,24 @@ class GroupBy:
 
     # The budget ------------------------------------------------------------------------
 
-    def _plan(self, func: str, specs: list[_Spec], bounds: object, noise_name: object,
-              epsilon: object, delta: object, rho: object, selection: object,
-              accountant: AccountantLike | None, rule: object = "auto") -> _GroupPlan:
+    def _bounds(self, func: str, specs: list[_Spec],
+                bounds: object) -> dict[str, tuple[float, float]]:
+        """The public clamping bounds of each value column the statistics name."""
         columns = sorted({s.column for s in specs if s.column is not None})
         if columns and not isinstance(bounds, Mapping):
             raise TypeError(f"The 'bounds' parameter of {func} must be a dict of public "
                             "clamping bounds, column -> (low, high), for "
                             f"{', '.join(map(repr, columns))}. Got {_v.describe(bounds)} "
                             "instead.")
-        col_bounds = {c: records.check_bounds(bounds.get(c) if isinstance(bounds, Mapping)
-                                              else None, func, f"bounds[{c!r}]")
-                      for c in columns}
+        return {c: records.check_bounds(bounds.get(c) if isinstance(bounds, Mapping)
+                                        else None, func, f"bounds[{c!r}]")
+                for c in columns}
+
+    def _parts(self, specs: list[_Spec],
+               col_bounds: dict[str, tuple[float, float]]) -> list[records.Part]:
+        """The measurements the statistics need, with a person's influence on each: at most
+        max_groups keys of max_rows rows (l1 L0 L-inf, l2 sqrt(L0) L-inf, times the reach
+        of a value)."""
         l0, linf = float(self.max_groups), float(self.max_rows)
         l2f = math.sqrt(l0) * linf
         parts = []
@@ -401,6 +407,15 @@ class GroupBy:
                 reach = l0 * linf * max(s.q, 1.0 - s.q)
                 parts.append(records.Part(f"{s.q:g} quantile of {s.column}", reach, reach,
                                           False, kind="selection"))
+        return parts
+
+    def _plan(self, func: str, specs: list[_Spec], bounds: object, noise_name: object,
+              epsilon: object, delta: object, rho: object, selection: object,
+              accountant: AccountantLike | None, rule: object = "auto") -> _GroupPlan:
+        """The release's measurements, their noise and the whole cost (nothing charged):
+        the key selection's rule and its share for private keys."""
+        col_bounds = self._bounds(func, specs, bounds)
+        parts = self._parts(specs, col_bounds)
         private = self.keys is None
         # The selection's keywords are checked with public keys too (where they do nothing).
         share = _v.check_real(1.0 / (len(parts) + 1) if selection is None else selection,
