@@ -398,6 +398,7 @@ class GroupBy:
             parts.append(records.Part(f"centred sum of {c}", l0 * linf * half, l2f * half,
                                       False))
             if _second_moment(specs, c):
+                records.check_squares(lo, hi, "GroupBy.agg", f"bounds[{c!r}]")
                 parts.append(records.Part(f"centred sum of squares of {c}",
                                           l0 * linf * half * half, l2f * half * half, False))
         for s in specs:

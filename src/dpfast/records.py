@@ -87,6 +87,15 @@ def check_bounds(bounds: object, func: str, name: str = "bounds") -> tuple[float
     return lo, hi
 
 
+def check_squares(lo: float, hi: float, func: str, name: str = "bounds") -> None:
+    """A variance's bounds: the square of their half-width must be a normal float too."""
+    half = (hi - lo) / 2.0
+    if not (2.0**-500 <= half < 2.0**480):       # its square a normal float, with room
+        raise ValueError(f"The {name!r} parameter of {func}: a variance needs the square of "
+                         "the bounds' half-width to be a normal float (between 2**-1000 and "
+                         f"2**960). Got {(lo, hi)!r} instead.")
+
+
 def check_values(values: object, func: str, name: str = "values") -> NDArray[np.float64]:
     """A 1-D column of real numbers as float64 (NaN or infinity refused, by position)."""
     arr, _ = _v.check_data(values, name, func)
@@ -472,6 +481,8 @@ def _moments(func: str, values: object, bounds: object, privacy_unit: object,
     """Noisy count, centred sum and (order 2) centred sum of squares of a column, each a
     part of the budget: ``[count, sum of (x - mid)]`` or ``[..., sum of (x - mid)**2]``."""
     col = _column(func, values, bounds, privacy_unit, max_rows)
+    if order == 2:
+        check_squares(col.lo, col.hi, func)
     half = (col.hi - col.lo) / 2.0
     r = float(col.max_rows)
     parts = [Part("count", r, r, True),
