@@ -130,3 +130,53 @@ def test_quantiles_at_extreme_epsilon_are_released_or_refused_by_epsilon():
     acct = dp.Accountant()
     assert 0.0 <= dp.median(x, bounds=(0, 1), epsilon=1e300, accountant=acct, rng=1) <= 1.0
     assert 0.0 <= dp.median(x, bounds=(0, 1), epsilon=1e-300, accountant=acct, rng=1) <= 1.0
+
+
+@pytest.mark.parametrize("kw", [dict(epsilon=5e-17, delta=1e-6), dict(epsilon=1e-300, delta=1e-6)])
+def test_a_count_wider_than_the_discrete_sampler_is_refused_before_the_charge(kw):
+    # Past scale 2**40 the discrete Laplace sampler is not exact (a lone person's key was
+    # released 11% of the time at delta 1e-6); tiny epsilons also hung the threshold's search.
+    acct, gen = dp.Accountant(10.0, 0.5), dp.ChaCha20(3)
+    frame = {"k": ["secret", "b"], "u": [1, 2]}
+    with spends_nothing(acct, gen), pytest.raises(ValueError, match="discrete samplers"):
+        dp.group_by(frame, "k", privacy_unit="u").agg(n="count", accountant=acct, rng=gen,
+                                                      **kw)
+    zcdp = dp.Accountant(rho=10.0)
+    with spends_nothing(zcdp, gen), pytest.raises(ValueError, match="discrete samplers"):
+        dp.mean([1.0], bounds=(0, 2), noise="gaussian", rho=1e-26, accountant=zcdp, rng=gen)
+
+
+@pytest.mark.parametrize("epsilon, delta, max_groups, max_rows", [
+    (0.3390645922762008, 4.591815083060642e-06, 2, 5), (1.0, 1e-6, 1, 5)])
+def test_the_count_rules_threshold_pays_for_delta_at_a_float_from_a_tail(epsilon, delta,
+                                                                        max_groups, max_rows):
+    import mpmath
+    mpmath.mp.dps = 60
+    gb = dp.group_by({"k": ["a"], "u": [1]}, "k", privacy_unit="u", max_groups=max_groups,
+                     max_rows=max_rows)
+    gp = gb._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon, delta,
+                  None, None, None, "count")
+    t = mpmath.mpf(gp.plan.noisy()[0].noise.t)
+    q = mpmath.e ** (-1 / t)
+    j = gp.count_threshold - max_rows
+    assert max_groups * q ** (j + 1) / (1 + q) <= delta
+
+
+def test_a_subnormal_delta_per_key_is_refused():
+    acct, gen = dp.Accountant(10.0, 0.5), dp.ChaCha20(3)
+    with spends_nothing(acct, gen), pytest.raises(ValueError, match="normal float"):
+        dp.group_by({"k": ["a"], "u": [1]}, "k", privacy_unit="u", max_groups=2**31 - 1).agg(
+            n="count", epsilon=1.0, delta=1e-300, accountant=acct, rng=gen)
+
+
+def test_list_keys_keep_large_ints_and_trailing_nuls_apart():
+    acct = dp.Accountant(epsilon=1e9)
+    out = dp.group_by({"k": [2**63 + 1, 2**63 + 2, 1] * 3}, "k").agg(
+        n="count", epsilon=1e6, delta=1e-6, accountant=dp.Accountant(1e9, 0.5), rng=1)
+    assert sorted(out.index.tolist()) == [1, 2**63 + 1, 2**63 + 2]
+    out = dp.group_by({"k": ["a", "a\x00", "a"]}, "k", keys=["a", "a\x00"]).agg(
+        n="count", epsilon=1e6, accountant=acct, rng=1)
+    assert out["n"].tolist() == [2, 1] and out.index.tolist() == ["a", "a\x00"]
+    out = dp.group_by({"k": np.array([1, 2], dtype=np.int64)}, "k", keys=[2**63 + 1]).agg(
+        n="count", epsilon=1e6, accountant=acct, rng=1)
+    assert out["n"].tolist() == [0]

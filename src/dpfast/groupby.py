@@ -254,6 +254,8 @@ def _public_codes(keys: NDArray[Any], arr: NDArray[Any], func: str) -> NDArray[n
         info = np.iinfo(arr.dtype)
         fits = np.array([info.min <= int(k) <= info.max for k in keys.tolist()], dtype=bool)
         place = np.flatnonzero(fits)
+        if place.size == 0:                     # no public key can be in this column
+            return np.full(arr.size, -1, dtype=np.int64)
         found = pd.Index(keys[fits].astype(arr.dtype)).get_indexer(arr)
         return np.where(found >= 0, place[np.maximum(found, 0)], -1).astype(np.int64)
     code = pd.Index(keys).get_indexer(arr)
@@ -441,6 +443,10 @@ class GroupBy:
                                  "and delta= > 0; rho alone cannot pay for the selection.")
             e = _v.check_epsilon(eps, func)
             d = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
+            if per_key(d, self.max_groups) < 2.0**-1022:
+                raise ValueError(f"{func}: delta / max_groups must be a normal float (at "
+                                 f"least 2**-1022) for the key selection. Got delta={d!r} "
+                                 f"and max_groups={self.max_groups}.")
             counted = noise_name == "laplace" and bool(parts) and parts[0].name == "count"
             if rule == "count" and not counted:
                 raise ValueError(f"The 'selection_rule' parameter of {func}: the count rule "
@@ -477,10 +483,18 @@ class GroupBy:
         its noisy count (Laplace thresholding, as in Google's DP SQL)."""
         plan = records.split(func, noise_name, e, None, None, parts, accountant)
         count = plan.noisy()[0].noise
+        assert isinstance(count, noise.Laplace)           # the count rule's noise
         # Two-sided tail at twice the one-sided share (a share of 1/2 or more: the bound at
         # 0.999, smaller, so the threshold only rises).
-        j = count.tail_bound(min(2.0 * per_key(d, self.max_groups), 0.999))
-        threshold = self.max_rows + int(round(j))
+        share = per_key(d, self.max_groups)
+        j = int(round(count.tail_bound(min(2.0 * share, 0.999))))
+        # tail_bound's floats may err by an ulp at a delta one float from a tail value: the
+        # one-sided tail P[K > j] = q**(j + 1) / (1 + q) kept below the share by a margin
+        # far above the floats' error.
+        log_q = -1.0 / count.t
+        while math.exp((j + 1) * log_q) / (1.0 + math.exp(log_q)) > share * (1.0 - 2.0**-40):
+            j += 1
+        threshold = self.max_rows + j
         return _GroupPlan(plan, col_bounds, 0.0, d, e, d, "count", None, threshold)
 
     def plan(self, *, epsilon: object = None, delta: object = None, rho: object = None,

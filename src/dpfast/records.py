@@ -131,6 +131,16 @@ def as_ids(values: object, name: str, func: str) -> NDArray[Any]:
         objects = np.empty(len(values), dtype=object)
         objects[:] = values
         check_keys_column(objects, name, func)
+        # numpy would read large ints as floats and drop strings' trailing NULs: ints are
+        # kept in the int type that holds them all, anything else as objects.
+        if objects.size and all(isinstance(v, (int, np.integer)) and
+                                not isinstance(v, (bool, np.bool_)) for v in objects):
+            ints = [int(v) for v in objects]
+            if -2**63 <= min(ints) and max(ints) < 2**63:
+                return np.array(ints, dtype=np.int64)
+            if min(ints) >= 0 and max(ints) < 2**64:
+                return np.array(ints, dtype=np.uint64)
+        return objects
     return _v.as_array(values, name, func, categories=True)
 
 
@@ -247,11 +257,29 @@ def split(func: str, noise_name: object, epsilon: object, delta: object, rho: ob
     which is what is charged then). A selection part gets an epsilon: its share of epsilon,
     or ``sqrt(8 r)`` of its share ``r`` of rho."""
     try:
-        return _split(func, noise_name, epsilon, delta, rho, parts, accountant)
+        plan = _split(func, noise_name, epsilon, delta, rho, parts, accountant)
     except (OverflowError, ZeroDivisionError):
         raise ValueError(f"{func}: the privacy parameters (epsilon, delta, rho) and the "
                          "bounds give noise too large or too small to represent as floats. "
                          f"Got epsilon={epsilon!r}, delta={delta!r}, rho={rho!r}.") from None
+    for p, m in zip(plan.parts, plan.measures):
+        if isinstance(m, noise.Measure) and p.integer:
+            _check_discrete(func, p, m, epsilon, rho)
+    return plan
+
+
+def _check_discrete(func: str, part: Part, m: noise.Measure, epsilon: object,
+                    rho: object) -> None:
+    """Refuse integer noise wider than its sampler is exact for (as every counting release
+    does): discrete Laplace of scale past MAX_DISCRETE_SCALE, discrete Gaussian of sigma past
+    MAX_DISCRETE_SIGMA. A count's scale is max_groups * max_rows over its epsilon."""
+    big = (m.noise.scale > noise.MAX_DISCRETE_SCALE if isinstance(m.noise, noise.Laplace)
+           else m.noise.sigma > noise.MAX_DISCRETE_SIGMA)
+    if big:
+        raise ValueError(f"{func}: the {part.name}'s noise would be wider than the discrete "
+                         "samplers are exact for (scale 2**40, sigma 2**39): raise epsilon "
+                         f"or rho, or lower max_groups and max_rows. Got epsilon={epsilon!r}, "
+                         f"rho={rho!r} for a sensitivity of {part.l1:g}.")
 
 
 def _split(func: str, noise_name: object, epsilon: object, delta: object, rho: object,
