@@ -78,7 +78,7 @@ def test_crosstab_from_parquet_any_workers_and_partitions(clusters, records):
     frame, paths = records
     want = dp.crosstab(frame, ["sex", "edu"], epsilon=1.0, keys=KEYS,
                        accountant=dp.Accountant(), rng=24)
-    for n in WORKERS:
+    for n in (1, 2):                    # 4 workers: in the noisy-counts test above
         with clusters(n).as_current():
             for path in paths:
                 got = dpd.crosstab(dd.read_parquet(path), ["sex", "edu"], epsilon=1.0,
