@@ -149,10 +149,12 @@ def write_parquet(table: Mapping[str, "np.ndarray[Any, Any]"], path: str) -> Non
 
 
 def read_parquet(path: str) -> dict[str, "np.ndarray[Any, Any]"]:
-    """The columns of a Parquet file as numpy arrays (pyarrow)."""
-    pq = importlib.import_module("pyarrow.parquet")
-    t = pq.read_table(path)
-    return {name: t.column(name).to_numpy() for name in t.column_names}
+    """The columns of a Parquet file as numpy arrays, each read batch by batch into one
+    array (dpfast.tables.ParquetColumns): the process holds the columns once, not an Arrow
+    table beside them."""
+    from ..tables import ParquetColumns
+    f = ParquetColumns(path)
+    return {name: f.column(name, "path", "read_parquet") for name in f.names}
 
 
 # ---------------------------------------------------------------------------------------------
