@@ -180,3 +180,19 @@ def test_list_keys_keep_large_ints_and_trailing_nuls_apart():
     out = dp.group_by({"k": np.array([1, 2], dtype=np.int64)}, "k", keys=[2**63 + 1]).agg(
         n="count", epsilon=1e6, accountant=acct, rng=1)
     assert out["n"].tolist() == [0]
+
+
+def test_a_parquet_file_rewritten_after_it_was_opened_is_refused_before_the_charge(tmp_path):
+    # group_by() takes the file's identity; agg() reads it before the charge and refuses a
+    # file that is no longer the one opened (a changed input behind the lazy read).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = str(tmp_path / "t.parquet")
+    table = {"k": np.array([1, 2, 2]), "u": np.array([1, 2, 3]), "v": np.array([1.0, 2, 3])}
+    pq.write_table(pa.table(table), path)
+    grouped = dp.group_by(path, "k", privacy_unit="u", keys=[1, 2])
+    os.utime(path, ns=(1, 1))                              # same bytes, another file time
+    acct, gen = dp.Accountant(10.0), dp.ChaCha20(3)
+    with spends_nothing(acct, gen), pytest.raises(RuntimeError, match="changed"):
+        grouped.agg(m=("v", "mean"), bounds={"v": (0, 5)}, epsilon=1.0, accountant=acct,
+                    rng=gen)

@@ -698,7 +698,7 @@ def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
     weights = None
     if person is not None:
         pairs = np.flatnonzero(flags == KEPT_PAIR)
-        weights = _exact_bincount(code[pairs], pair_weights(person[pairs]), nkeys)
+        weights = records.exact_sums(code[pairs], pair_weights(person[pairs]), 0, nkeys)
     total: KeyStatistics | None = None
     for a in range(0, max(code.size, 1), STATISTICS_BLOCK):
         b = min(a + STATISTICS_BLOCK, code.size)
@@ -709,15 +709,6 @@ def key_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
     return total._replace(weights=weights)
 
 
-def _exact_bincount(code: NDArray[np.int64], units: NDArray[np.int64],
-                    nkeys: int) -> NDArray[np.int64]:
-    """Sums of non-negative int64 ``units`` (< 2**31) per code, exact in int64: the high
-    and low 16 bits summed apart (each sum exact in float64 below 2**37 terms)."""
-    high = np.bincount(code, weights=units >> 16, minlength=nkeys).astype(np.int64)
-    low = np.bincount(code, weights=units & 0xFFFF, minlength=nkeys).astype(np.int64)
-    return (high << 16) + low
-
-
 def _block_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
                       values: dict[str, NDArray[np.float64]], nkeys: int,
                       col_grids: dict[str, Grid],
@@ -726,18 +717,20 @@ def _block_statistics(code: NDArray[np.int64], flags: NDArray[np.uint8],
     (``_native.key_sums``: numpy's clamp, centring and rounding, in numpy's order)."""
     code = np.ascontiguousarray(code, dtype=np.int64)
     flags = np.ascontiguousarray(flags, dtype=np.uint8)
-    rows, people, _, _ = _native.key_sums(code, flags, None, nkeys)
+    counted = None                    # rows and people: from any pass, every pass counts them
     sums: dict[str, tuple[NDArray[np.int64], NDArray[np.int64] | None]] = {}
     for c, grid in col_grids.items():
         half = (grid.hi - grid.lo) / 2.0
         g2, k2 = (grid.g2, math.floor(half * half / grid.g2)) if grid.g2 is not None \
             else (1.0, -1)
-        _, _, s1, s2 = _native.key_sums(code, flags,
-                                        np.ascontiguousarray(values[c], dtype=np.float64),
-                                        nkeys, grid.lo, grid.hi, grid.g1,
-                                        math.floor(half / grid.g1), g2, k2)
+        rows, people, s1, s2 = _native.key_sums(
+            code, flags, np.ascontiguousarray(values[c], dtype=np.float64), nkeys, grid.lo,
+            grid.hi, grid.g1, math.floor(half / grid.g1), g2, k2)
         assert s1 is not None
         sums[c] = (s1, s2)
+        counted = (rows, people)
+    rows, people = counted if counted is not None else \
+        _native.key_sums(code, flags, None, nkeys)[:2]
     points = {}
     if quantile_bounds:
         kept = flags != 0

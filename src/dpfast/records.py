@@ -419,8 +419,10 @@ def value_grid(m: noise.Measure, half: float, rows: int, func: str) -> float:
 
 def exact_sums(code: NDArray[np.int64], u: NDArray[np.int64], k: int,
                nkeys: int) -> NDArray[np.int64]:
-    """Sums of the units ``u`` (each in [-k, k]) per code, exact in int64: ``u + k`` in
-    three parts of 21 bits, each part's sums exact in float64 (below 2**32 rows a key)."""
+    """Sums of the integers ``u`` (each in [-k, k], below 2**62 with k) per code, exact in
+    int64: ``u + k`` in three parts of 21 bits, each part's sums exact in float64 (below
+    2**32 rows a key). numpy's way to the sums :func:`dpfast._native.key_sums` makes in
+    one pass (the weighted rule's weights use it; the tests check the kernel against it)."""
     shifted = u + k
     total = np.zeros(nkeys, dtype=np.int64)
     for shift in (42, 21, 0):
