@@ -250,6 +250,65 @@ def test_rows_kept_uniformly_under_release_keys():
                               flags)
 
 
+def drawn(key_seed, n):
+    """The uniforms noise.uniforms draws at positions 0..n under the key of a seed."""
+    out = np.empty(n)
+    dp.noise.uniforms(_native.Key(dp.ChaCha20(key_seed)), 1, out)
+    return out
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_drawn_priorities_are_the_given_ones(grouped, threads):
+    """The kernel's own priorities (drawn a 65,536-row chunk at a time as it reads the rows)
+    are the uniforms of the release's keys at the rows' positions: the flags equal those of
+    the same priorities given as arrays, for any thread count, across chunk boundaries."""
+    person, group, _, _ = random_table(14, persons=20_000)
+    assert person.size > 3 * 65_536
+    prio, gprio = drawn(1, person.size), drawn(2, person.size)
+    if not grouped:
+        group = np.zeros(person.size, dtype=np.int64)
+    expected = bound(person, group, prio, gprio, 2, 3)
+    got = _native.bound_keyed(person, group if grouped else None,
+                              _native.Key(dp.ChaCha20(1)), _native.Key(dp.ChaCha20(2)), None,
+                              person.size, 2, 3, threads)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_drawn_priorities_of_a_subset_are_its_rows_positions():
+    """Rows given with their positions in a larger table draw that table's priorities: the
+    rows of some people, bounded alone, keep what they keep in the whole table."""
+    person, group, _, _ = random_table(15, persons=20_000)
+    n = person.size
+    whole = _native.bound_keyed(person, group, _native.Key(dp.ChaCha20(3)),
+                                _native.Key(dp.ChaCha20(4)), None, n, 2, 3, 2)
+    rows = np.flatnonzero(person % 3 == 1)
+    part = _native.bound_keyed(np.ascontiguousarray(person[rows]),
+                               np.ascontiguousarray(group[rows]), _native.Key(dp.ChaCha20(3)),
+                               _native.Key(dp.ChaCha20(4)), rows, n, 2, 3, 2)
+    np.testing.assert_array_equal(part, whole[rows])
+    key = _native.Key(dp.ChaCha20(3))
+    for bad in (rows - rows[0] - 1, rows + n):
+        with pytest.raises(ValueError, match="positions"):
+            _native.bound_keyed(np.ascontiguousarray(person[rows]), None, key, key,
+                                np.ascontiguousarray(bad), n, 1, 1, 1)
+
+
+def test_a_table_bounded_in_passes_keeps_the_same_rows(monkeypatch):
+    """A table larger than BOUND_ROWS is bounded in passes over classes of people: the same
+    flags as one call (here BOUND_ROWS made small so the test table takes 7 passes)."""
+    person, group, _, _ = random_table(16, persons=5_000)
+    one = records.bound(Keys(dp.ChaCha20(21)), 2, person, group, 2, 3)
+    monkeypatch.setattr(records, "BOUND_ROWS", person.size // 7 + 1)
+    passes = records.bound(Keys(dp.ChaCha20(21)), 2, person, group, 2, 3)
+    np.testing.assert_array_equal(passes, one)
+    check_flags(passes, person, group, 2, 3)
+    ungrouped = records.bound(Keys(dp.ChaCha20(21)), 1, person, None, 1, 4)
+    monkeypatch.setattr(records, "BOUND_ROWS", 1 << 24)
+    np.testing.assert_array_equal(
+        records.bound(Keys(dp.ChaCha20(21)), 1, person, None, 1, 4), ungrouped)
+
+
 # -- the radix sort ------------------------------------------------------------------------
 
 TOP = np.iinfo(np.uint32).max

@@ -1353,6 +1353,11 @@ cdef extern from "records.h":
         const int64_t *group
         const double *prio
         const double *gprio
+        const int64_t *pos
+        int64_t total
+        uint32_t row_key[8]
+        uint32_t pair_key[8]
+        int pair_prio
         uint8_t *kept
         int64_t n, max_groups, max_rows
         void *recs
@@ -1382,21 +1387,66 @@ def bound_contributions(cnp.ndarray person not None, cnp.ndarray group not None,
                         cnp.ndarray prio not None, cnp.ndarray gprio not None,
                         int64_t max_groups, int64_t max_rows, int threads):
     """Flags (uint8) of the rows kept when each person (int64 values of person) keeps at most
-    max_groups of their (person, group) pairs and max_rows rows in each: the pairs with the
-    lowest gprio (read at a pair's first row) and, in each, the rows with the lowest prio
-    (float64 priorities, one per row). KEPT marks a kept row, KEPT_FIRST one kept row of each
-    pair kept. Deterministic: any thread count gives the same flags."""
+    max_groups of their (person, group) pairs (int64 values of group) and max_rows rows in
+    each: the pairs with the lowest gprio (read at a pair's first row) and, in each, the rows
+    with the lowest prio (float64 priorities, one per row). KEPT marks a kept row, KEPT_FIRST
+    one kept row of each pair kept. Deterministic: any thread count gives the same flags.
+    (The priorities given: the reference of :func:`bound_keyed`, which draws them.)"""
     cdef dpf_bound_task t
+    cdef int64_t n = person.shape[0]
+    t.prio = <const double *>_data(prio, cnp.NPY_FLOAT64, n, "prio")
+    t.gprio = <const double *>_data(gprio, cnp.NPY_FLOAT64, n, "gprio")
+    t.pos = NULL
+    t.total = n
+    t.pair_prio = 1
+    return _bound(&t, person, group, max_groups, max_rows, threads)
+
+
+def bound_keyed(cnp.ndarray person not None, object group, Key row_key not None,
+                Key pair_key not None, object positions, int64_t total,
+                int64_t max_groups, int64_t max_rows, int threads):
+    """:func:`bound_contributions` with the priorities drawn in the kernel: a row's is the
+    uniform that ``fill_uniform`` draws under row_key (its pair's, under pair_key) at the
+    row's position in a table of ``total`` rows -- positions[i] (int64, increasing) or, None,
+    i. group None: one group (no pair priorities drawn). No priorities are held: the
+    kernel's scratch is 32 bytes a row."""
+    cdef dpf_bound_task t
+    cdef int64_t n = person.shape[0]
+    t.prio = NULL
+    t.gprio = NULL
+    t.pos = NULL
+    if positions is not None:
+        t.pos = <const int64_t *>_data(positions, cnp.NPY_INT64, n, "positions")
+        if n and (positions[0] < 0 or positions[n - 1] >= total):
+            raise ValueError("positions must lie in [0, total)")
+    elif n > total:
+        raise ValueError("total must be at least len(person)")
+    t.total = total
+    memcpy(t.row_key, row_key.words, sizeof(uint32_t) * 8)
+    memcpy(t.pair_key, pair_key.words, sizeof(uint32_t) * 8)
+    t.pair_prio = group is not None
+    if group is None:
+        group = np.zeros(n, dtype=np.int64)
+    return _bound(&t, person, group, max_groups, max_rows, threads)
+
+
+cdef _bound(dpf_bound_task *t, cnp.ndarray person, cnp.ndarray group, int64_t max_groups,
+            int64_t max_rows, int threads):
+    """Run the bounding task t (its priorities set) over person and group."""
     cdef int64_t n = person.shape[0]
     cdef int bits = 0
     if max_groups < 1 or max_rows < 1:
         raise ValueError("max_groups and max_rows must be >= 1")
+    if n >= 1 << 32:
+        raise ValueError("bound at most 2**32 - 1 rows a call")
     t.person = <const int64_t *>_data(person, cnp.NPY_INT64, n, "person")
-    t.group = <const int64_t *>_data(group, cnp.NPY_INT64, n, "group")
-    t.prio = <const double *>_data(prio, cnp.NPY_FLOAT64, n, "prio")
-    t.gprio = <const double *>_data(gprio, cnp.NPY_FLOAT64, n, "gprio")
+    _data(group, cnp.NPY_INT64, n, "group")
+    if n and (group.min() < 0 or group.max() >= 1 << 32):
+        # Groups as codes in [0, 2**32), in the values' order (the same pairs, sorted alike).
+        group = np.unique(group, return_inverse=True)[1].reshape(n).astype(np.int64)
+    t.group = <const int64_t *>cnp.PyArray_DATA(group)
     kept = np.zeros(n, dtype=np.uint8)
-    recs = np.empty(5 * n, dtype=np.int64)       # one 40-byte record per row
+    recs = np.empty(4 * n, dtype=np.int64)       # one 32-byte record per row
     while bits < 12 and (1 << bits) * 16384 < n:     # partitions of about 16,384 rows
         bits += 1
     start = np.empty((1 << bits) + 1, dtype=np.int64)
@@ -1410,9 +1460,9 @@ def bound_contributions(cnp.ndarray person not None, cnp.ndarray group not None,
     t.nparts = 1 << bits
     t.failed = 0
     with nogil:
-        dpf_bound_prepare(&t, threads)
+        dpf_bound_prepare(t, threads)
         if not t.failed:
-            dpf_run(dpf_bound_chunk, &t, t.nparts, threads)
+            dpf_run(dpf_bound_chunk, t, t.nparts, threads)
     if t.failed:
         raise MemoryError("bound_contributions: out of memory")
     return kept

@@ -313,45 +313,25 @@ def _split(func: str, noise_name: object, epsilon: object, delta: object, rho: o
 
 # -- bounding -------------------------------------------------------------------------------
 
-def _uniforms(key: _native.Key, threads: int, n: int) -> NDArray[np.float64]:
-    out = np.empty(n, dtype=np.float64)
-    noise.uniforms(key, threads, out)
-    return out
-
-
-#: Rows bounded in one call of the kernel (its scratch is 40 bytes a row); a larger table is
+#: Rows bounded in one call of the kernel (its scratch is 32 bytes a row); a larger table is
 #: bounded in passes, each over the people of one class of a hash of their id: every person's
 #: rows in one pass, so the same rows are kept as in one call, with a pass's scratch.
 BOUND_ROWS = 1 << 24
-#: Cells of uniforms drawn at a time when a pass gathers its rows' priorities.
-_DRAW_BLOCK = 1 << 22
-
-
-def _uniforms_at(key: _native.Key, threads: int, rows: NDArray[np.int64],
-                 n: int) -> NDArray[np.float64]:
-    """The uniforms of cells ``rows`` (increasing, below ``n``) under ``key``: what
-    :func:`_uniforms` draws there, drawn a block of cells at a time."""
-    out = np.empty(rows.size, dtype=np.float64)
-    block = np.empty(_DRAW_BLOCK, dtype=np.float64)
-    edges = np.searchsorted(rows, np.arange(0, n + _DRAW_BLOCK, _DRAW_BLOCK))
-    for b in range(edges.size - 1):
-        if edges[b + 1] > edges[b]:
-            noise.uniforms(key, threads, block, b * (_DRAW_BLOCK // _native.CHUNK))
-            out[edges[b]:edges[b + 1]] = block[rows[edges[b]:edges[b + 1]] - b * _DRAW_BLOCK]
-    return out
+#: Ids hashed at a time by :func:`person_class` (its temporaries stay a block's).
+_HASH_BLOCK = 1 << 22
 
 
 def person_class(person: NDArray[np.int64], classes: int) -> NDArray[np.uint16]:
     """A class in [0, classes) (at most 2**16) of each person's id: splitmix64's finalizer
     mod classes, computed a block at a time (its temporaries stay a block's)."""
     out = np.empty(person.size, dtype=np.uint16)
-    for a in range(0, person.size, _DRAW_BLOCK):
-        x = person[a:a + _DRAW_BLOCK].view(np.uint64)
+    for a in range(0, person.size, _HASH_BLOCK):
+        x = person[a:a + _HASH_BLOCK].view(np.uint64)
         with np.errstate(over="ignore"):
             x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
             x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
             x ^= x >> np.uint64(31)
-        out[a:a + _DRAW_BLOCK] = x % np.uint64(classes)
+        out[a:a + _HASH_BLOCK] = x % np.uint64(classes)
     return out
 
 
@@ -361,27 +341,23 @@ def bound(keys: Keys, threads: int, person: NDArray[np.int64],
     """Flags of the rows kept when each person keeps at most ``max_groups`` groups and
     ``max_rows`` rows in each, chosen uniformly at random: independent uniform priorities
     under the release's next two keys, one per row, addressed by the row's position (so
-    the same key and data give the same rows for any thread count), the lowest kept.
-    Tables of more than :data:`BOUND_ROWS` rows go in passes (the same flags)."""
+    the same key and data give the same rows for any thread count), the lowest kept. The
+    kernel draws the priorities as it reads the rows; none is held. Tables of more than
+    :data:`BOUND_ROWS` rows go in passes (the same flags)."""
     n = person.shape[0]
     row_key, pair_key = keys.next(), keys.next()
     if n <= BOUND_ROWS:
-        grp = np.zeros(n, dtype=np.int64) if group is None else group
-        prio = _uniforms(row_key, threads, n)
-        # Without groups a person has one pair, whose priority is never read: no draw.
-        pair_prio = prio if group is None else _uniforms(pair_key, threads, n)
-        return _native.bound_contributions(person, grp, prio, pair_prio, max_groups,
-                                           max_rows, threads)
+        return _native.bound_keyed(person, group, row_key, pair_key, None, n, max_groups,
+                                   max_rows, threads)
     passes = -(-n // BOUND_ROWS)
     cls = person_class(person, passes)
     flags = np.zeros(n, dtype=np.uint8)
     for c in range(passes):
         rows = np.flatnonzero(cls == c)
-        grp = np.zeros(rows.size, dtype=np.int64) if group is None else group[rows]
-        flags[rows] = _native.bound_contributions(
-            np.ascontiguousarray(person[rows]), np.ascontiguousarray(grp),
-            _uniforms_at(row_key, threads, rows, n), _uniforms_at(pair_key, threads, rows, n),
-            max_groups, max_rows, threads)
+        flags[rows] = _native.bound_keyed(
+            np.ascontiguousarray(person[rows]),
+            None if group is None else np.ascontiguousarray(group[rows]),
+            row_key, pair_key, rows, n, max_groups, max_rows, threads)
     return flags
 
 

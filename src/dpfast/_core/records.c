@@ -1,5 +1,6 @@
 #include "records.h"
 #include "driver.h"
+#include "sampling.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,9 +20,11 @@ static inline uint64_t mix64(uint64_t x)
 }
 
 typedef struct dpf_row {
-    int64_t person, group, row;   /* row: its position in the data */
+    int64_t person;
     double prio, gprio;           /* the row's priority; its pair's, if it is the first row */
+    uint32_t group, row;          /* row: its position in the call's rows */
 } rec;
+_Static_assert(sizeof(rec) == 32, "the bounding's scratch is 32 bytes a row");
 
 /* The rows are grouped by person in two passes of a radix partition on a hash of the person
  * (splitmix64's finalizer: it only groups rows for speed; which rows are kept never depends on
@@ -61,21 +64,56 @@ static void count_slice(void *task, int64_t s, int slot)
         at[part_of(t, t->person[i])]++;
 }
 
+/* The uniforms of chunk c of the table's `total` rows under key (what dpfast.noise.uniforms
+ * draws there) into u. */
+static void draw_chunk(const uint32_t key[8], int64_t c, int64_t total, double *u)
+{
+    dpf_fill_task f;
+    memset(&f, 0, sizeof f);
+    memcpy(f.key, key, sizeof f.key);
+    f.mode = DPF_MODE_UNIFORM;
+    f.g = f.ginv = 1.0;
+    dpf_dlap_params_init(&f.lap, 1.0);
+    f.out = u;
+    f.n = total - c * DPF_CHUNK < DPF_CHUNK ? total - c * DPF_CHUNK : DPF_CHUNK;
+    f.chunk0 = (uint64_t)c;
+    dpf_fill_chunk(&f, 0, 0);
+}
+
 static void scatter_slice(void *task, int64_t s, int slot)
 {
     (void)slot;
     prep_task *pt = task;
-    const dpf_bound_task *t = pt->t;
-    int64_t lo, hi, *at = pt->at + s * t->nparts;
+    dpf_bound_task *t = pt->t;
+    int64_t lo, hi, *at = pt->at + s * t->nparts, held = -1;
     slice_rows(t, s, &lo, &hi);
+    double *u = NULL;               /* drawn priorities: one chunk's, of each key */
+    if (t->prio == NULL && lo < hi && (u = malloc(2 * DPF_CHUNK * sizeof(double))) == NULL) {
+        t->failed = 1;              /* read by the caller after the run */
+        return;
+    }
     for (int64_t i = lo; i < hi; i++) {
         rec *r = &t->recs[at[part_of(t, t->person[i])]++];
         r->person = t->person[i];
-        r->group = t->group[i];
-        r->row = i;
-        r->prio = t->prio[i];
-        r->gprio = t->gprio[i];
+        r->group = (uint32_t)t->group[i];
+        r->row = (uint32_t)i;
+        if (u == NULL) {
+            r->prio = t->prio[i];
+            r->gprio = t->gprio[i];
+            continue;
+        }
+        /* Positions increasing, each chunk is drawn once a slice. */
+        int64_t p = t->pos ? t->pos[i] : i, c = p / DPF_CHUNK;
+        if (c != held) {
+            draw_chunk(t->row_key, c, t->total, u);
+            if (t->pair_prio)
+                draw_chunk(t->pair_key, c, t->total, u + DPF_CHUNK);
+            held = c;
+        }
+        r->prio = u[p - c * DPF_CHUNK];
+        r->gprio = t->pair_prio ? u[DPF_CHUNK + p - c * DPF_CHUNK] : r->prio;
     }
+    free(u);
 }
 
 void dpf_bound_prepare(dpf_bound_task *t, int threads)

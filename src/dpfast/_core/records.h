@@ -1,8 +1,10 @@
 /*
  * Statistics of records: bounding each person's contribution, and the order statistics the
- * quantile releases select from.  Nothing here is random: the random priorities that decide
- * which rows a person keeps are drawn by the caller under the release's key, one per row,
- * addressed by the row's position, so the rows kept depend only on the key and the data.
+ * quantile releases select from.  The random priorities that decide which rows a person keeps
+ * are uniforms under the release's keys, one per row, addressed by the row's position in the
+ * table (the ChaCha20 uniforms of sampling.h): the bounding draws them itself, a 65,536-row
+ * chunk at a time, so the rows kept depend only on the keys and the data, and no array of
+ * priorities is ever held.  (Priorities may also be given as arrays: the tests' reference.)
  */
 #ifndef DPF_RECORDS_H
 #define DPF_RECORDS_H
@@ -18,16 +20,23 @@ enum { DPF_KEPT = 1, DPF_KEPT_FIRST = 2 };
 
 typedef struct {
     const int64_t *person;  /* the privacy unit of each row (any values) */
-    const int64_t *group;   /* the group of each row (any values) */
-    const double *prio;     /* row priorities: a pair keeps its max_rows lowest */
-    const double *gprio;    /* pair priorities, read at each (person, group) pair's first row */
+    const int64_t *group;   /* the group of each row: values in [0, 2**32) */
+    /* The priorities: given (prio: a pair keeps its max_rows lowest; gprio: pair priorities,
+     * read at each pair's first row), or, prio NULL, drawn: the uniform at position pos[i]
+     * (pos NULL: i) of the table's `total` rows, under row_key and (pair_prio) pair_key. */
+    const double *prio;
+    const double *gprio;
+    const int64_t *pos;
+    int64_t total;
+    uint32_t row_key[8], pair_key[8];
+    int pair_prio;          /* 0: one pair a person (no groups), pair priorities never read */
     uint8_t *kept;          /* out: DPF_KEPT, plus DPF_KEPT_FIRST on one kept row per pair */
-    int64_t n, max_groups, max_rows;
-    struct dpf_row *recs;   /* scratch, n records: the rows by partition of person */
+    int64_t n, max_groups, max_rows;   /* n < 2**32 */
+    struct dpf_row *recs;   /* scratch, n records of 32 bytes: the rows by partition of person */
     int64_t *start;         /* scratch, nparts + 1: the partitions' first positions in recs */
     int64_t nparts;         /* 2**part_bits partitions, one chunk of the run each */
     int part_bits;
-    int failed;             /* set if a chunk could not allocate its scratch */
+    int failed;             /* set if a slice or chunk could not allocate its scratch */
 } dpf_bound_task;
 
 /* Partition the rows by a hash of their person (recs, start), on up to `threads` threads;
