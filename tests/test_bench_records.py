@@ -127,6 +127,25 @@ def test_bounded_baseline_keeps_the_first_rows_per_person_and_department():
     assert b["seconds"] >= b["bounding_seconds"] >= 0.0
 
 
+def test_bounded_median_error_is_the_bounding_alone():
+    # Everyone has at most 5 rows: every row is kept and the median is the table's.
+    t = {"user_id": np.repeat(np.arange(4, dtype=np.int64), 5),
+         "salary": np.arange(1.0, 21.0)}
+    assert R.bounded_median_error(t, max_rows=5, draws=3) == {
+        "error": 0.0, "worst": 0.0, "draws": 3, "max_rows": 5}
+    # Person 0 holds the 9 lowest salaries, person 1 the 9 highest, person 2 the middle one
+    # (10): kept 1 a person, the median is whichever of the three is in the middle, 10.
+    t = {"user_id": np.r_[np.zeros(9), np.ones(9), [2]].astype(np.int64),
+         "salary": np.r_[np.arange(1.0, 10.0), np.arange(11.0, 20.0), [10.0]]}
+    assert R.bounded_median_error(t, max_rows=1, draws=4)["error"] == 0.0
+    # Person 0's 8 rows are at 1, person 1's 2 rows at 100 and 200: 2 kept a person give the
+    # median (1 + 100) / 2 against the table's 1.
+    t = {"user_id": np.r_[np.zeros(8), [1, 1]].astype(np.int64),
+         "salary": np.r_[np.ones(8), [100.0, 200.0]]}
+    r = R.bounded_median_error(t, max_rows=2, draws=2)
+    assert r["error"] == r["worst"] == pytest.approx(49.5)
+
+
 def test_markdown_lists_measured_and_skipped():
     report = {"machine": {"cpu": "x", "cores": 2, "memory_gib": 1.0, "python": "3",
                           "numpy": "2", "numpy_simd": "none", "dpfast": "0",
@@ -136,7 +155,9 @@ def test_markdown_lists_measured_and_skipped():
               "true_median": 5e4, "true_mean": 6e4, "epsilon": 1.0, "delta": 1e-6,
               "max_groups": 1, "max_rows": 5,
               "baseline": {"seconds": 2.0, "bounding_seconds": 1.8, "released": 9_995,
-                           "error": 0.01, "median_seconds": 0.1},
+                           "error": 0.01, "median_seconds": 0.1,
+                           "median_bounded": {"error": 4e-4, "worst": 7e-4, "draws": 5,
+                                              "max_rows": 5}},
               "grouped": [{"library": "PipelineDP", "version": "0.3.1", "task": "grouped",
                            "seconds": 100.0, "load_seconds": 5.0, "peak_rss_mib": 4096.0,
                            "load_rss_mib": 1024.0, "released": 2000.0, "error": 0.056},
@@ -149,3 +170,5 @@ def test_markdown_lists_measured_and_skipped():
     assert "| PipelineDP 0.3.1 | 100.00 s" in text and "| 2,000 | 0.056 |" in text
     assert "Tumult Analytics (grouped): needs Spark" in text
     assert "OpenDP (median): timed out after 600 s" in text
+    assert ("| no privacy: 5 rows a person kept uniformly at random (the bounding alone; "
+            "mean of 5 draws, worst 0.0007) | median | — | 0.0004 | — |") in text

@@ -288,7 +288,8 @@ def test_drawn_priorities_of_a_subset_are_its_rows_positions():
                                _native.Key(dp.ChaCha20(4)), rows, n, 2, 3, 2)
     np.testing.assert_array_equal(part, whole[rows])
     key = _native.Key(dp.ChaCha20(3))
-    for bad in (rows - rows[0] - 1, rows + n):
+    for bad in (rows - rows[0] - 1, rows + n, rows[::-1].copy(),
+                np.r_[rows[:-2], rows[-1], rows[-1]]):
         with pytest.raises(ValueError, match="positions"):
             _native.bound_keyed(np.ascontiguousarray(person[rows]), None, key, key,
                                 np.ascontiguousarray(bad), n, 1, 1, 1)

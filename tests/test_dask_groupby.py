@@ -271,28 +271,33 @@ def test_the_release_uses_the_rows_read_before_the_charge(clusters, people):
     part = people.iloc[:5000]
     prepared, digest = dpd._prepared_records(part, "dept", "user", ["salary"], keys, 0, 3,
                                              mac, "GroupBy.agg")
-    key = bytes(32)
-    pieces = dpd._bucketed(prepared, digest, mac, key, key)
+    pieces = dpd._bucketed(prepared, digest, mac)
     assert sum(p["code"].size for p in pieces) == 5000
     changed = part.copy()
     changed.iloc[17, 2] += 1.0                          # one salary changed
     redone, _ = dpd._prepared_records(changed, "dept", "user", ["salary"], keys, 0, 3, mac,
                                       "GroupBy.agg")
     with pytest.raises(RuntimeError, match="changed after"):
-        dpd._bucketed(redone, digest, mac, key, key)
+        dpd._bucketed(redone, digest, mac)
 
 
-def test_priorities_of_a_run_are_the_cells_of_the_whole(people):
-    # A partition's priorities are the cells of its rows in the frame's stream of uniforms,
-    # for runs starting anywhere (mid-chunk, on a chunk's edge) and crossing chunk edges.
-    from dpfast import _native, noise
-    key = _native.Key.from_bytes(bytes(range(32)))
-    whole = np.empty(3 * _native.CHUNK + 100)
-    noise.uniforms(key, 1, whole)
-    for start, n in ((0, 10), (12345, _native.CHUNK), (_native.CHUNK, 7),
-                     (2 * _native.CHUNK - 3, 103), (5, 0)):
-        got = dpd._uniforms_from(key, start, n)
-        assert np.array_equal(got, whole[start:start + n]), (start, n)
+def test_bucket_rows_carry_their_positions_in_the_frame(people):
+    # A partition starting at row 12345 (mid-chunk) sends each row to its person's bucket
+    # with its position in the frame, increasing within each bucket: the positions that
+    # address the row's priorities (the kernel draws the cells there, as tests/
+    # test_bounding.py checks against the whole table's).
+    keys = np.array(list("abcde"), dtype=object)
+    mac = bytes(range(32))
+    part = people.iloc[:5000]
+    prepared, digest = dpd._prepared_records(part, "dept", "user", ["salary"], keys, 12345,
+                                             3, mac, "GroupBy.agg")
+    pieces = dpd._bucketed(prepared, digest, mac)
+    pos = np.concatenate([p["pos"] for p in pieces])
+    assert np.array_equal(np.sort(pos), np.arange(12345, 12345 + 5000))
+    for p in pieces:
+        assert np.all(np.diff(p["pos"]) > 0)
+        frame_rows = part.iloc[p["pos"] - 12345]
+        assert np.array_equal(frame_rows["user"].to_numpy(), p["person"])
 
 
 def test_a_worker_killed_after_the_charge_changes_nothing(clusters):

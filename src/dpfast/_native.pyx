@@ -1417,8 +1417,9 @@ def bound_keyed(cnp.ndarray person not None, object group, Key row_key not None,
     t.pos = NULL
     if positions is not None:
         t.pos = <const int64_t *>_data(positions, cnp.NPY_INT64, n, "positions")
-        if n and (positions[0] < 0 or positions[n - 1] >= total):
-            raise ValueError("positions must lie in [0, total)")
+        if n and (positions[0] < 0 or positions[n - 1] >= total
+                  or not (np.diff(positions) > 0).all()):
+            raise ValueError("positions must be increasing, in [0, total)")
     elif n > total:
         raise ValueError("total must be at least len(person)")
     t.total = total

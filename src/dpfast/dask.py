@@ -649,8 +649,8 @@ def _noise_table(counts: np.ndarray, key: _native.Key, threads: int,
 #   distinct keys of the whole frame, collected from the partitions before the charge);
 # - each row's bounding priorities: cell ``i`` of the uniforms under the stream's first two
 #   keys, ``i`` the row's position in the frame (among the rows of public keys, which alone
-#   are bounded): a partition starting at row ``a`` draws chunk ``a // CHUNK`` on and drops
-#   the head, as the cell-addressed counts do;
+#   are bounded): each row goes to its bucket with its position, and the kernel draws the
+#   cells there;
 # - the bounding kernel, which decides a person's rows from their priorities and their order
 #   alone: the rows are sent to buckets by a hash of the person (every row of a person in one
 #   bucket, in frame order), and each bucket is bounded on its own.
@@ -793,14 +793,14 @@ class GroupBy:
             digests = dask.compute(*[m[1] for m in made])
             del raw, made
             stream = rel.charge_keys()
-            # The bounding priorities, as dpfast.records.bound takes them: the stream's
-            # first two keys, shipped as bytes.
-            prio, pair_prio = bytes(stream.next()), bytes(stream.next())
-            split = [dask.delayed(_bucketed, pure=True)(p, d, mac, prio, pair_prio)
+            split = [dask.delayed(_bucketed, pure=True)(p, d, mac)
                      for p, d in zip(prepared, digests)]
+            # The bounding's keys, as dpfast.records.bound takes them: the stream's first
+            # two, shipped as bytes to the workers that bound the buckets.
+            prio, pair_prio = bytes(stream.next()), bytes(stream.next())
             partial = [dask.delayed(_bounded_statistics, pure=True)(
-                [s[b] for s in split], local.max_groups, local.max_rows, key_values.size,
-                col_grids, extra, func) for b in range(buckets)]
+                [s[b] for s in split], prio, pair_prio, local.max_groups, local.max_rows,
+                key_values.size, col_grids, extra, func) for b in range(buckets)]
             stats = dask.compute(_summed(partial))[0]
         # Draw, on the client: the key selection and the noise of the summed statistics.
         return _gb.finish(stream, rel.threads, gp, specs, local, key_values,
@@ -950,45 +950,31 @@ def _prepared_digest(prepared: dict[str, Any], mac: bytes) -> bytes:
     return b"".join(_digest(mac, np.ascontiguousarray(p)) for p in parts)
 
 
-def _uniforms_from(key: _native.Key, start: int, n: int) -> np.ndarray:
-    """Cells ``[start, start + n)`` of the uniforms under ``key`` (those the single-machine
-    kernel draws there): chunk ``start // CHUNK`` on, the cells before ``start`` dropped."""
-    from .noise import uniforms
-    chunk0, skip = divmod(start, _native.CHUNK)
-    out = np.empty(skip + n, dtype=np.float64)
-    if n:
-        uniforms(key, 1, out, chunk0)
-    return out[skip:]
-
-
-def _bucketed(prepared: dict[str, Any], digest: bytes, mac: bytes, prio: bytes,
-              pair_prio: bytes) -> list[dict[str, Any]]:
+def _bucketed(prepared: dict[str, Any], digest: bytes, mac: bytes) -> list[dict[str, Any]]:
     """On a worker, after the charge: a prepared partition (refused if it is not what was
-    read before the charge) with each row's two bounding priorities, split by bucket."""
+    read before the charge) split by bucket, each row with its position among the rows the
+    release bounds (what addresses its priorities)."""
     if not hmac.compare_digest(_prepared_digest(prepared, mac), digest):
         raise RuntimeError("dpfast.dask.GroupBy.agg: a partition's records changed after "
                            "they were read for this release (recomputed from a changed "
                            "input?); nothing of it is released.")
-    n = prepared["code"].size
-    start = prepared["start"]
-    p1 = _uniforms_from(_native.Key.from_bytes(prio), start, n)
-    p2 = _uniforms_from(_native.Key.from_bytes(pair_prio), start, n)
     order, edges = prepared["order"], prepared["edges"]
     out = []
     for b in range(edges.size - 1):
         rows = order[edges[b]:edges[b + 1]]
         out.append({"code": prepared["code"][rows], "person": prepared["person"][rows],
-                    "prio": p1[rows], "pair_prio": p2[rows],
+                    "pos": prepared["start"] + rows,
                     "values": {c: v[rows] for c, v in zip(prepared["columns"],
                                                           prepared["values"])}})
     return out
 
 
-def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows: int,
-                        nkeys: int, col_grids: dict[str, Any], extra: _Extra,
-                        func: str) -> Any:
+def _bounded_statistics(pieces: list[dict[str, Any]], prio: bytes, pair_prio: bytes,
+                        max_groups: int, max_rows: int, nkeys: int,
+                        col_grids: dict[str, Any], extra: _Extra, func: str) -> Any:
     """On a worker: one bucket's rows (every row of its persons, in frame order: the
-    partitions' pieces in partition order), bounded as dpfast.records.bound bounds them, and
+    partitions' pieces in partition order), bounded as dpfast.records.bound bounds them
+    (the priorities of the keys ``prio`` and ``pair_prio`` at the rows' positions), and
     their statistics per key."""
     from . import groupby as _gb
     from . import records
@@ -997,9 +983,10 @@ def _bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows:
         return np.concatenate([p[name] for p in pieces])
     code = np.ascontiguousarray(joined("code"), dtype=np.int64)
     person = records.person_ids(joined("person"), code.size, func)
-    flags = _native.bound_contributions(
-        person, code, np.ascontiguousarray(joined("prio")),
-        np.ascontiguousarray(joined("pair_prio")), max_groups, max_rows, 1)
+    pos = np.ascontiguousarray(joined("pos"), dtype=np.int64)
+    flags = _native.bound_keyed(person, code, _native.Key.from_bytes(prio),
+                                _native.Key.from_bytes(pair_prio), pos,
+                                int(pos[-1]) + 1 if pos.size else 0, max_groups, max_rows, 1)
     values = {c: np.concatenate([p["values"][c] for p in pieces])
               for c in pieces[0]["values"]}
     # Every row of a person is here: the weights (from each person's pairs) are theirs.

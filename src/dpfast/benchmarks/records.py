@@ -264,6 +264,33 @@ def bounded_baseline(table: Mapping[str, "np.ndarray[Any, Any]"], max_rows: int 
     return {"seconds": t2 - t0, "bounding_seconds": t1 - t0, "released": released}
 
 
+def bounded_median_error(table: Mapping[str, "np.ndarray[Any, Any]"],
+                         max_rows: int = MAX_ROWS, draws: int = 5,
+                         seed: int = 0) -> dict[str, Any]:
+    """No privacy: the median of the salaries when each person keeps ``max_rows`` of their
+    rows chosen uniformly at random (numpy's generator: a baseline, not a release), against
+    the whole table's. Any release that bounds each person's rows this way carries this
+    error before any noise: it is what the bounding leaves.
+
+    Returns
+    -------
+    dict
+        ``error`` (mean relative error over ``draws`` draws) and ``worst``.
+    """
+    salary, person = np.asarray(table["salary"]), np.asarray(table["user_id"])
+    true = float(np.median(salary))
+    gen = np.random.default_rng(seed)
+    rows = np.bincount(person)
+    first = np.repeat(np.cumsum(rows) - rows, rows)    # each sorted row's person's start
+    errors = []
+    for _ in range(draws):
+        order = np.lexsort((gen.random(person.size), person))
+        kept = order[np.arange(person.size) - first < max_rows]
+        errors.append(abs(float(np.median(salary[kept])) / true - 1.0))
+    return {"error": float(np.mean(errors)), "worst": float(np.max(errors)), "draws": draws,
+            "max_rows": max_rows}
+
+
 # ---------------------------------------------------------------------------------------------
 # The child process: one library, one task
 # ---------------------------------------------------------------------------------------------
@@ -741,6 +768,7 @@ def run(rows: int = 10**7, peers: bool = True, timeout: float = TIMEOUT, repeats
     t0 = time.perf_counter()
     np.median(table["salary"])
     base["median_seconds"] = time.perf_counter() - t0
+    base["median_bounded"] = bounded_median_error(table)
     report["baseline"] = base
     report["percentiles"] = percentiles(table, repeats=max(repeats, 5))
     say("dpfast percentiles: " + ", ".join(f"{r['method']} {r['error']:.2g}"
@@ -869,6 +897,11 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             continue
         lines.append(f"| {_name(r)} | {r['task']} | {_time(r, loading=False)} | "
                      f"{r['error']:.3g} | {_memory(r)} |")
+    mb = b.get("median_bounded")
+    if mb:
+        lines.append(f"| no privacy: {mb['max_rows']} rows a person kept uniformly at random "
+                     f"(the bounding alone; mean of {mb['draws']} draws, worst "
+                     f"{mb['worst']:.2g}) | median | — | {mb['error']:.3g} | — |")
     if report.get("percentiles"):
         lines += ["", f"The 99 percentiles of the salaries at epsilon {report['epsilon']:g}, "
                   f"each person's rows bounded to {report['max_rows']} (dpfast, in one "
