@@ -164,11 +164,15 @@ def test_markdown_lists_measured_and_skipped():
                           {"library": "Tumult Analytics", "task": "grouped",
                            "skipped": "needs Spark"}],
               "ungrouped": [{"library": "OpenDP", "version": "0.16.0", "task": "median",
-                             "failed": "timed out after 600 s"}]}
+                             "failed": "timed out after 600 s"}],
+              "joint": [{"method": "joint", "error": 0.06, "worst": 0.1, "seconds": 2.9,
+                         "rows": 2000, "m": 99, "repeats": 5}]}
     text = R.to_markdown(report)
     assert "| time, 10⁷ rows |" in text and "(of 9,995 present)" in text
     assert "| PipelineDP 0.3.1 | 100.00 s" in text and "| 2,000 | 0.056 |" in text
     assert "Tumult Analytics (grouped): needs Spark" in text
     assert "OpenDP (median): timed out after 600 s" in text
+    assert "| 99 | JointExp (Gillenwater et al.), one draw of all m | 0.06 | 0.1 | 2.9 s |" \
+        in text
     assert ("| no privacy: 5 rows a person kept uniformly at random (the bounding alone; "
             "mean of 5 draws, worst 0.0007) | median | — | 0.0004 | — |") in text

@@ -64,6 +64,7 @@ LO, HI = 0.0, 300000.0  # public clamping bounds of the salaries
 MEDIAN_SALARY = 50000.0
 SIGMA = 0.7
 MAX_ROWS_PER_PERSON = 20
+JOINT_ROWS = 2000       # the sample the three quantile methods are compared on
 LARGEST = 1000
 TIMEOUT = 600.0
 #: Calls of dpfast in each of its runs (the first pays for memory the process touches for
@@ -771,6 +772,10 @@ def run(rows: int = 10**7, peers: bool = True, timeout: float = TIMEOUT, repeats
     base["median_bounded"] = bounded_median_error(table)
     report["baseline"] = base
     report["percentiles"] = percentiles(table, repeats=max(repeats, 5))
+    from . import quantiles
+    report["joint"] = [r for m in (9, 99)
+                       for r in quantiles.compare(table, rows=JOINT_ROWS, m=m,
+                                                  repeats=max(repeats, 5))]
     say("dpfast percentiles: " + ", ".join(f"{r['method']} {r['error']:.2g}"
                                            for r in report["percentiles"]))
     say(f"no privacy: {base['seconds']:.2f} s")
@@ -914,6 +919,21 @@ def to_markdown(report: Mapping[str, Any]) -> str:
                      "recursive" else "99 separate exponential mechanisms, epsilon / 99 each")
             lines.append(f"| {label} | {r['error']:.3g} | {r['worst']:.3g} | "
                          f"{r['seconds']:.2f} s |")
+    if report.get("joint"):
+        j = report["joint"]
+        lines += ["", f"The three methods on {j[0]['rows']:,} salaries drawn from the table "
+                  "(each row a person, epsilon "
+                  f"{report['epsilon']:g}; the levels 1/(m+1) .. m/(m+1); error against the "
+                  f"sample's own quantiles, mean of {j[0]['repeats']} releases; JointExp "
+                  "built for this comparison, `dpfast.benchmarks.quantiles`):", "",
+                  "| quantiles | method | error | worst release | time (median) |",
+                  "|---|---|---|---|---|"]
+        names = {"joint": "JointExp (Gillenwater et al.), one draw of all m",
+                 "recursive": "Kaplan et al.'s recursion (`dp.quantiles`' default)",
+                 "independent": "m separate exponential mechanisms, epsilon / m each"}
+        for r in j:
+            lines.append(f"| {r['m']} | {names[r['method']]} | {r['error']:.3g} | "
+                         f"{r['worst']:.3g} | {r['seconds']:.3g} s |")
     if skipped:
         lines += ["", "Not measured:"]
         for r in skipped:
