@@ -17,6 +17,7 @@ pd = pytest.importorskip("pandas")
 
 import dpfast as dp  # noqa: E402
 import dpfast.dask as dpd  # noqa: E402
+from dpfast import pieces as _pieces  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("dask")
 
@@ -269,16 +270,16 @@ def test_the_release_uses_the_rows_read_before_the_charge(clusters, people):
     keys = np.array(list("abcde"), dtype=object)
     mac = bytes(range(32))
     part = people.iloc[:5000]
-    prepared, digest = dpd._prepared_records(part, "dept", "user", ["salary"], keys, 0, 3,
+    prepared, digest = _pieces.prepared_records(part, "dept", "user", ["salary"], keys, 0, 3,
                                              mac, "GroupBy.agg")
-    pieces = dpd._bucketed(prepared, digest, mac)
+    pieces = _pieces.bucketed(prepared, digest, mac)
     assert sum(p["code"].size for p in pieces) == 5000
     changed = part.copy()
     changed.iloc[17, 2] += 1.0                          # one salary changed
-    redone, _ = dpd._prepared_records(changed, "dept", "user", ["salary"], keys, 0, 3, mac,
+    redone, _ = _pieces.prepared_records(changed, "dept", "user", ["salary"], keys, 0, 3, mac,
                                       "GroupBy.agg")
     with pytest.raises(RuntimeError, match="changed after"):
-        dpd._bucketed(redone, digest, mac)
+        _pieces.bucketed(redone, digest, mac)
 
 
 def test_bucket_rows_carry_their_positions_in_the_frame(people):
@@ -289,9 +290,9 @@ def test_bucket_rows_carry_their_positions_in_the_frame(people):
     keys = np.array(list("abcde"), dtype=object)
     mac = bytes(range(32))
     part = people.iloc[:5000]
-    prepared, digest = dpd._prepared_records(part, "dept", "user", ["salary"], keys, 12345,
+    prepared, digest = _pieces.prepared_records(part, "dept", "user", ["salary"], keys, 12345,
                                              3, mac, "GroupBy.agg")
-    pieces = dpd._bucketed(prepared, digest, mac)
+    pieces = _pieces.bucketed(prepared, digest, mac)
     pos = np.concatenate([p["pos"] for p in pieces])
     assert np.array_equal(np.sort(pos), np.arange(12345, 12345 + 5000))
     for p in pieces:

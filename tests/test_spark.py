@@ -5,6 +5,7 @@ import shutil
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the Spark recipe "
@@ -24,7 +25,6 @@ def test_spark_recipe_equals_noisy_counts(monkeypatch):
     try:
         x = np.random.default_rng(0).poisson(5, 50_000)
         want = dp.noisy_counts(x, epsilon=1.0, accountant=dp.Accountant(), rng=41)
-        import pandas as pd
         rows = spark.createDataFrame(pd.DataFrame({"cell": np.arange(x.size), "count": x}))
         rows = rows.repartition(7)                          # shuffled partitions
         # The recipe: charge and draw the key on the driver, noise in the partitions.
@@ -39,5 +39,61 @@ def test_spark_recipe_equals_noisy_counts(monkeypatch):
         out = rows.mapInPandas(noise, schema="cell long, count long, noisy long").toPandas()
         got = out.sort_values("cell")["noisy"].to_numpy()
         assert np.array_equal(got, want)
+    finally:
+        spark.stop()
+
+
+# The README's recipe for a group-by: an engine (dpfast.pieces.Engine) over a Spark
+# DataFrame, whose partitions are the pieces.
+# noqa: E306,E731 -- the class below is the README's recipe, as written there.
+class SparkPieces:                                       # a dpfast.pieces.Engine
+    def __init__(self, df):
+        self.df, self.meta = df, df.limit(0).toPandas()
+
+    def _pieces(self, step, schema):                     # step(partition, its rows)
+        meta = self.meta                                 # the workers get no df, no session
+        def run(batches):
+            from pyspark import TaskContext
+            got = list(batches)
+            yield step(TaskContext.get().partitionId(), pd.concat(got) if got else meta)
+        return self.df.mapInPandas(run, schema)
+
+    def map(self, fn):
+        step = lambda i, piece: pd.DataFrame({"out": [fn(i, piece)]})
+        return [r.out for r in self._pieces(step, "out binary").collect()]
+
+    def shuffle(self, split, combine):
+        def step(i, piece):
+            pairs = split(i, piece)
+            return pd.DataFrame({"bucket": [b for b, _ in pairs], "blob": [x for _, x in pairs]})
+        each = lambda key, pdf: pd.DataFrame({"out": [combine(int(key[0]), list(pdf["blob"]))]})
+        return [r.out for r in self._pieces(step, "bucket long, blob binary")
+                .groupBy("bucket").applyInPandas(each, "out binary").collect()]
+
+
+def test_spark_group_by_recipe_equals_group_by(monkeypatch):
+    from pyspark.sql import SparkSession
+
+    from dpfast import pieces
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("dpfast-test")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "3000").getOrCreate())
+    try:
+        gen = np.random.default_rng(1)
+        n = 30_000
+        rows = pd.DataFrame({"dept": gen.integers(0, 50, n), "user": gen.integers(0, 4_000, n),
+                             "salary": gen.uniform(0.0, 100.0, n)})
+        kw = dict(n="count", avg=("salary", "mean"), med=("salary", "median"),
+                  bounds={"salary": (0.0, 100.0)}, epsilon=1.0, delta=1e-6, rng=5)
+        want = dp.group_by(rows, "dept", privacy_unit="user", max_rows=3).agg(
+            accountant=dp.Accountant(epsilon=1.0, delta=1e-6), **kw)
+        df = spark.createDataFrame(rows).repartition(1).coalesce(1)   # one piece, in order
+        for frame in (spark.createDataFrame(rows), df):
+            engine = SparkPieces(frame)
+            got = pieces.group_by(engine, engine.meta, "dept", privacy_unit="user",
+                                  max_rows=3).agg(
+                accountant=dp.Accountant(epsilon=1.0, delta=1e-6), **kw)
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
     finally:
         spark.stop()

@@ -56,19 +56,18 @@ would publish the change exactly). A result the cluster still holds is returned 
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import math
 import os
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _native
+from . import pieces as _pieces
 from . import validation as _v
 from ._release import Release
-from .accounting import BudgetExceededError
 from .releases import histograms as _hist
 from .releases import postprocess as _post
 from .noise import Gaussian, Laplace
@@ -216,7 +215,7 @@ def noisy_counts(counts: da.Array, *, noise: str = "laplace", epsilon: float | N
     narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
     checked = check and (not integer or counts.dtype.itemsize == 8 or narrow)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, rho=m.rho)
-    _refuse_unaffordable(rel)                      # before the data is read
+    _pieces.refuse_unaffordable(rel, "dpfast.dask")                      # before the data is read
     if counts.ndim > 1:
         counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
     # The one read before the charge: every block's keyed digest (binding the release to
@@ -241,37 +240,11 @@ def noisy_counts(counts: da.Array, *, noise: str = "laplace", epsilon: float | N
     return pieces[0] if len(pieces) == 1 else da.concatenate(pieces, axis=0)
 
 
-def _refuse_unaffordable(rel: Release) -> None:
-    """Refuse a release the budget cannot pay before anything is read (ValueError for a
-    cost this accountant cannot take at all: rho alone on an (epsilon, delta) budget)."""
-    if not rel.affordable():
-        cost = f"epsilon={rel.epsilon!r}" if rel.rho is None else \
-            f"rho={rel.rho!r}" if rel.epsilon is None else \
-            f"epsilon={rel.epsilon!r}, delta={rel.delta!r} (rho={rel.rho!r})"
-        raise BudgetExceededError(f"dpfast.dask.{rel.func} needs {cost}, more than the "
-                                  f"accountant has left; nothing was read, spent or drawn.")
-
-
-def _digest(mac: bytes, block: np.ndarray) -> bytes:
-    """A digest of a block's dtype, shape and bytes, under the release's 32 random bytes
-    ``mac``: a keyed BLAKE2b of the dtype and shape, and dpfast's compiled 64-bit checksum
-    of the bytes (about 13 GB/s, against 1.7 GB/s for HMAC-SHA-256 here; the digest is
-    taken twice per block). The checksum detects a changed input, which is all the binding
-    needs: to publish the difference of two inputs under one key, the second would have to
-    collide with a first that the writer does not know (knowing it, there is nothing left to
-    learn), and the digests travel in the graph beside the noise key itself."""
-    head = hashlib.blake2b(f"{block.dtype.str} {block.shape}".encode(), key=mac,
-                           digest_size=16).digest()
-    flat = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
-    seed = int.from_bytes(mac[:8], "little")
-    return head + _native.checksum(flat, seed).to_bytes(8, "little")
-
-
 def _scan_block(block: np.ndarray, mac: bytes, checked: bool,
                 ) -> tuple[bytes, tuple[Any, int, Any, int] | None]:
     """A block's digest, and (if ``checked``) its least and greatest values with their
     positions in the block (NaN counts as least: numpy's argmin finds the first)."""
-    digest = _digest(mac, block)
+    digest = _pieces.digest(mac, block)
     flat = block.reshape(-1)
     if not checked or flat.size == 0:
         return digest, None
@@ -326,7 +299,7 @@ def _noisy_block(block: np.ndarray, key: bytes, start: int, noise: Laplace | Gau
                  dtype: np.dtype[Any], verify: bool, mac: bytes, digest: bytes) -> np.ndarray:
     """One block, its first cell at ``start`` in the whole array (C order): refused if it is
     not the block digested before the charge, else its cells plus their noise."""
-    if not hmac.compare_digest(_digest(mac, block), digest):
+    if not hmac.compare_digest(_pieces.digest(mac, block), digest):
         raise ValueError("The 'counts' parameter of dpfast.dask.noisy_counts changed since "
                          "the release was charged (a block differs from the one read before "
                          "the charge): nothing of that block is released. Make a new release "
@@ -602,7 +575,7 @@ def _released(func: str, counted: Any, cost: _Cost, accountant: AccountantLike |
     threads, *args)`` in one task where the counts are; only its result reaches the
     client. ``cost``: the whole release's (epsilon, delta, rho), charged once."""
     rel = Release(func, accountant, cost.epsilon, cost.delta, rng, rho=cost.rho)
-    _refuse_unaffordable(rel)
+    _pieces.refuse_unaffordable(rel, "dpfast.dask")
     counted = _read_before_charge(counted)
     key = bytes(rel.charge())
     return dask.delayed(_noised, pure=False)(noise, counted, key, *args).compute()
@@ -756,7 +729,7 @@ class GroupBy:
             _gb._group_codes(local.data[self.by].to_numpy(), self.keys, func).values
         rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads,
                       rho=gp.plan.rho if public is not None else None)
-        _refuse_unaffordable(rel)
+        _pieces.refuse_unaffordable(rel, "dpfast.dask")
         # Read, before the charge.
         columns = list(gp.bounds)
         for c in columns:
@@ -766,39 +739,39 @@ class GroupBy:
         wanted = list(dict.fromkeys([self.by, *columns] + (
             [self.privacy_unit] if self.privacy_unit is not None else [])))
         raw = dask.persist(*self.frame[wanted].to_delayed())
-        scans = dask.compute(*[dask.delayed(_scan_records, pure=True)(
+        scans = dask.compute(*[dask.delayed(_pieces.scan_records, pure=True)(
             p, self.by, self.privacy_unit, columns, public, func) for p in raw])
-        key_values = _checked_scans(scans, public, self.privacy_unit, func)
+        key_values = _pieces.checked_scans(scans, public, self.privacy_unit, func)
         local.rows = int(sum(s["rows"] for s in scans))
         col_grids = _gb.grids(gp, specs, local.rows)
         # What the statistics per key hold beyond sums: the kept rows' grid points of
         # the columns with a quantile, and the weighted Gaussian rule's weights per key.
-        extra = _Extra(_gb.quantile_bounds(gp, specs),
+        extra = _pieces.Extra(_gb.quantile_bounds(gp, specs),
                        gp.gaussian is not None and public is None)
         starts = np.concatenate(([0], np.cumsum([s["inside"] for s in scans])[:-1]))
         if self.privacy_unit is None:
             # Each row a person: all rows kept, no key needed; the statistics are made
             # (and brought to the client) before the charge.
-            partial = [dask.delayed(_unbounded_statistics, pure=True)(
+            partial = [dask.delayed(_pieces.unbounded_statistics, pure=True)(
                 p, self.by, columns, key_values, col_grids, extra, func) for p in raw]
             stats = dask.compute(_summed(partial))[0]
             stream = rel.charge_keys()
         else:
             buckets = len(raw)
             mac = os.urandom(32)
-            made = [dask.delayed(_prepared_records, pure=True, nout=2)(
+            made = [dask.delayed(_pieces.prepared_records, pure=True, nout=2)(
                 p, self.by, self.privacy_unit, columns, key_values, int(start), buckets,
                 mac, func) for p, start in zip(raw, starts)]
             prepared = dask.persist(*[m[0] for m in made])
             digests = dask.compute(*[m[1] for m in made])
             del raw, made
             stream = rel.charge_keys()
-            split = [dask.delayed(_bucketed, pure=True)(p, d, mac)
+            split = [dask.delayed(_pieces.bucketed, pure=True)(p, d, mac)
                      for p, d in zip(prepared, digests)]
             # The bounding's keys, as dpfast.records.bound takes them: the stream's first
             # two, shipped as bytes to the workers that bound the buckets.
             prio, pair_prio = bytes(stream.next()), bytes(stream.next())
-            partial = [dask.delayed(_bounded_statistics, pure=True)(
+            partial = [dask.delayed(_pieces.bounded_statistics, pure=True)(
                 [s[b] for s in split], prio, pair_prio, local.max_groups, local.max_rows,
                 key_values.size, col_grids, extra, func) for b in range(buckets)]
             stats = dask.compute(_summed(partial))[0]
@@ -807,207 +780,9 @@ class GroupBy:
                           public is not None, stats)
 
 
-def _kind(arr: np.ndarray) -> str | None:
-    """What a partition's column holds, for the check that all partitions hold one type
-    (None: nothing)."""
-    if arr.size == 0:
-        return None
-    if arr.dtype.kind != "O":
-        return arr.dtype.kind
-    import pandas as pd
-    return str(pd.api.types.infer_dtype(arr, skipna=False))
-
-
-def _scan_records(part: Any, by: str, unit: str | None, columns: list[str],
-                  public: np.ndarray | None, func: str) -> dict[str, Any]:
-    """On a worker, the read of one partition before the charge: its length, its rows of
-    public keys, its distinct keys (private keys), the kinds of its key and id columns, and
-    the first error of the single-machine checks, in their order (key column, value columns,
-    privacy unit), as ``(stage, type, message)``."""
-    from . import groupby as _gb
-    from . import records
-    out: dict[str, Any] = {"rows": len(part), "inside": len(part), "uniques": None,
-                           "kinds": {}, "error": None}
-    stage = 0
-    try:
-        col = _v.as_array(_gb._column(part, by, "by", func), "by", func, categories=True)
-        keys = _gb._group_codes(col, public, func)
-        out["kinds"]["by"] = _kind(col)
-        if public is None:
-            out["uniques"] = keys.values
-        else:
-            out["inside"] = int(np.count_nonzero(keys.code >= 0))
-        for c in columns:
-            stage += 1
-            records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func), func, c)
-        if unit is not None:
-            stage += 1
-            ids = _v.as_array(_gb._column(part, unit, "privacy_unit", func), "privacy_unit",
-                              func, categories=True)
-            records.person_ids(ids, len(part), func)
-            out["kinds"]["privacy_unit"] = _kind(ids)
-    except (TypeError, ValueError) as exc:
-        out["error"] = (stage, type(exc), str(exc))
-    return out
-
-
-def _checked_scans(scans: Sequence[dict[str, Any]], public: np.ndarray | None,
-                   unit: str | None, func: str) -> np.ndarray:
-    """On the client, after the read: the single-machine path's first error (the earliest
-    check, then the earliest partition, its position made the row's in the whole frame), a
-    column holding values of mixed types across partitions, then the sorted keys."""
-    import re
-
-    from . import groupby as _gb
-    offsets = np.concatenate(([0], np.cumsum([s["rows"] for s in scans])))
-    errors = [(s["error"][0], i, s["error"][1], s["error"][2])
-              for i, s in enumerate(scans) if s["error"]]
-    # Keys or ids of one type in each partition but of several across them: the check of
-    # the whole column, after its other errors (the single-machine order).
-    for name, stage in (("by", 0), ("privacy_unit", 2**31 if unit is not None else -1)):
-        if stage >= 0 and len({s["kinds"].get(name) for s in scans} - {None}) > 1:
-            errors.append((stage, len(scans), TypeError,
-                           f"The {name!r} parameter of {func} must hold values of one type "
-                           "(all strings, or all integers, ...). Got values of mixed types."))
-    if errors:
-        _, i, kind, message = min(errors, key=lambda e: (e[0], e[1]))
-        where = int(offsets[min(i, len(scans) - 1)])
-        raise kind(re.sub(r"at index (\d+)", lambda m: f"at index {int(m.group(1)) + where}",
-                          message))
-    if public is not None:
-        return public
-    found = [s["uniques"] for s in scans if s["uniques"] is not None and s["uniques"].size]
-    if not found:
-        return np.asarray(scans[0]["uniques"]) if scans else np.empty(0)
-    return _gb._group_codes(np.concatenate(found), None, func).values
-
-
-def _key_codes(part: Any, by: str, key_values: np.ndarray, func: str) -> np.ndarray:
-    """Each row's key code: its key's place among the sorted keys (-1: not a public key)."""
-    import pandas as pd
-
-    from . import groupby as _gb
-    col = _v.as_array(_gb._column(part, by, "by", func), "by", func, categories=True)
-    return np.ascontiguousarray(pd.Index(key_values).get_indexer(col), dtype=np.int64)
-
-
-class _Extra(NamedTuple):
-    """What :func:`dpfast.groupby.key_statistics` is given beyond the sums' grids: the
-    bounds of the columns with a quantile, and whether the keys are selected by the
-    weighted Gaussian rule (which needs each row's person)."""
-
-    quantile_bounds: dict[str, tuple[float, float]]
-    weighted: bool
-
-
-def _unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np.ndarray,
-                          col_grids: dict[str, Any], extra: _Extra, func: str) -> Any:
-    """On a worker, without a privacy unit: a partition's statistics per key, every row
-    kept (each a person)."""
-    from . import groupby as _gb
-    from . import records
-    code = _key_codes(part, by, key_values, func)
-    inside = code >= 0
-    values = {c: records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
-                                      func, c)[inside] for c in columns}
-    code = code[inside]
-    flags = np.full(code.size, _gb.KEPT_PAIR, dtype=np.uint8)
-    person = np.arange(code.size, dtype=np.int64) if extra.weighted else None   # a row each
-    return _gb.key_statistics(code, flags, values, key_values.size, col_grids,
-                              extra.quantile_bounds, person)
-
-
-def _prepared_records(part: Any, by: str, unit: str, columns: list[str],
-                      key_values: np.ndarray, start: int, buckets: int, mac: bytes,
-                      func: str) -> tuple[dict[str, Any], bytes]:
-    """On a worker, before the charge: a partition's rows of known keys (codes, values,
-    persons), numbered from ``start`` (their position among the frame's rows that are
-    bounded), with each row's bucket (a hash of its person) and the rows' order by bucket;
-    and a digest of all of it under ``mac``, which binds the release to these rows."""
-    import pandas as pd
-
-    from . import groupby as _gb
-    from . import records
-    code = _key_codes(part, by, key_values, func)
-    inside = code >= 0
-    person = _v.as_array(_gb._column(part, unit, "privacy_unit", func), "privacy_unit", func,
-                         categories=True)[inside]
-    values = [records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
-                                   func, c)[inside] for c in columns]
-    code = np.ascontiguousarray(code[inside])
-    hashed = pd.util.hash_array(np.asarray(person))
-    bucket = (hashed % np.uint64(buckets)).astype(np.int64)
-    order = np.argsort(bucket, kind="stable")          # frame order within each bucket
-    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    prepared = {"start": start, "code": code, "person": person, "values": values,
-                "columns": columns, "order": order, "edges": edges, "hashed": hashed}
-    return prepared, _prepared_digest(prepared, mac)
-
-
-def _prepared_digest(prepared: dict[str, Any], mac: bytes) -> bytes:
-    parts = [prepared["code"], prepared["hashed"], prepared["order"], prepared["edges"],
-             np.array([prepared["start"]], dtype=np.int64), *prepared["values"]]
-    return b"".join(_digest(mac, np.ascontiguousarray(p)) for p in parts)
-
-
-def _bucketed(prepared: dict[str, Any], digest: bytes, mac: bytes) -> list[dict[str, Any]]:
-    """On a worker, after the charge: a prepared partition (refused if it is not what was
-    read before the charge) split by bucket, each row with its position among the rows the
-    release bounds (what addresses its priorities)."""
-    if not hmac.compare_digest(_prepared_digest(prepared, mac), digest):
-        raise RuntimeError("dpfast.dask.GroupBy.agg: a partition's records changed after "
-                           "they were read for this release (recomputed from a changed "
-                           "input?); nothing of it is released.")
-    order, edges = prepared["order"], prepared["edges"]
-    out = []
-    for b in range(edges.size - 1):
-        rows = order[edges[b]:edges[b + 1]]
-        out.append({"code": prepared["code"][rows], "person": prepared["person"][rows],
-                    "pos": prepared["start"] + rows,
-                    "values": {c: v[rows] for c, v in zip(prepared["columns"],
-                                                          prepared["values"])}})
-    return out
-
-
-def _bounded_statistics(pieces: list[dict[str, Any]], prio: bytes, pair_prio: bytes,
-                        max_groups: int, max_rows: int, nkeys: int,
-                        col_grids: dict[str, Any], extra: _Extra, func: str) -> Any:
-    """On a worker: one bucket's rows (every row of its persons, in frame order: the
-    partitions' pieces in partition order), bounded as dpfast.records.bound bounds them
-    (the priorities of the keys ``prio`` and ``pair_prio`` at the rows' positions), and
-    their statistics per key."""
-    from . import groupby as _gb
-    from . import records
-
-    def joined(name: str) -> np.ndarray:
-        return np.concatenate([p[name] for p in pieces])
-    code = np.ascontiguousarray(joined("code"), dtype=np.int64)
-    person = records.person_ids(joined("person"), code.size, func)
-    pos = np.ascontiguousarray(joined("pos"), dtype=np.int64)
-    flags = _native.bound_keyed(person, code, _native.Key.from_bytes(prio),
-                                _native.Key.from_bytes(pair_prio), pos,
-                                int(pos[-1]) + 1 if pos.size else 0, max_groups, max_rows, 1)
-    values = {c: np.concatenate([p["values"][c] for p in pieces])
-              for c in pieces[0]["values"]}
-    # Every row of a person is here: the weights (from each person's pairs) are theirs.
-    return _gb.key_statistics(code, flags, values, nkeys, col_grids, extra.quantile_bounds,
-                              person if extra.weighted else None)
-
-
-def _added(a: Any, b: Any) -> Any:
-    """The sum of two partial :class:`dpfast.groupby.KeyStatistics` (exact: integers; the
-    quantile columns' grid points concatenated: they are in any order)."""
-    from .groupby import KeyStatistics
-    sums = {c: (s1 + b.sums[c][0], None if s2 is None else s2 + b.sums[c][1])
-            for c, (s1, s2) in a.sums.items()}
-    points = {c: np.concatenate((p, b.points[c])) for c, p in a.points.items()}
-    weights = None if a.weights is None else a.weights + b.weights
-    return KeyStatistics(a.rows + b.rows, a.people + b.people, sums, points, weights)
-
-
 def _summed(level: list[Any]) -> Any:
     """A delayed sum of partial statistics, pairwise on the workers."""
     while len(level) > 1:
-        level = [dask.delayed(_added, pure=True)(a, b) for a, b in zip(level[::2], level[1::2])] \
+        level = [dask.delayed(_pieces.added, pure=True)(a, b) for a, b in zip(level[::2], level[1::2])] \
             + ([level[-1]] if len(level) % 2 else [])
     return level[0]
