@@ -24,9 +24,10 @@ SAMPLING_KERNELS = {
 }
 NOISE_LAYER = {"noise.py"}
 # Where keys are made: the release path; a key rebuilt from its bytes where a journal resumes
-# a release (cells.py) or a Dask task receives it (dask.py).
+# a release (cells.py) or a task on another process receives it (dask.py, and pieces.py: the
+# bounding of a bucket).
 KEY_MAKERS = {"_release.py"}
-KEY_FROM_BYTES = {"_release.py", "releases/cells.py", "dask.py"}
+KEY_FROM_BYTES = {"_release.py", "releases/cells.py", "dask.py", "pieces.py"}
 
 
 def _native_uses():
