@@ -120,12 +120,34 @@ class Misbehaving(pieces.LocalPieces):
         return out
 
 
+
+class Mislabelling(pieces.LocalPieces):
+    """An engine that sends piece 1's rows of bucket 0 to the call of bucket 1 (so a person
+    with rows in pieces 0 and 1 would be bounded twice), or merges two buckets' calls."""
+
+    def __init__(self, frames, fault):
+        super().__init__(frames)
+        self.fault = fault
+
+    def shuffle(self, split, combine):
+        blobs = {}
+        for i, f in enumerate(self.frames):
+            for b, blob in split(i, f):
+                moved = self.fault == "moved" and i == 1 and b == 0
+                blobs.setdefault(1 if moved else b, []).append(blob)
+        if self.fault == "merged":
+            blobs[0] = blobs[0] + blobs.pop(1)
+        return [combine(b, got) for b, got in blobs.items()]
+
+
 @pytest.mark.parametrize("fault, charged", [("skip", False), ("repeat", False),
                                             ("change", True), ("bucket twice", True),
-                                            ("bucket lost", True)])
+                                            ("bucket lost", True), ("moved", True),
+                                            ("merged", True)])
 def test_a_misbehaving_engine_releases_nothing(rows, fault, charged):
     acct = budget()
-    engine = Misbehaving(split(rows, [5_000, 12_000]), fault)
+    kind = Mislabelling if fault in ("moved", "merged") else Misbehaving
+    engine = kind(split(rows, [5_000, 12_000]), fault)
     with pytest.raises(RuntimeError, match="nothing"):
         pieces.group_by(engine, rows.iloc[:0], "dept", privacy_unit="user", max_rows=3).agg(
             n="count", avg=("salary", "mean"), bounds={"salary": (0.0, 100.0)}, epsilon=EPS,

@@ -482,7 +482,7 @@ class _Prepare:
 class _Split:
     """After the charge: piece ``i`` prepared again, refused unless its digest is the one
     read before the charge, and its rows sent to their buckets (each blob: the piece's
-    number and its rows of that bucket)."""
+    number, the bucket's, and the piece's rows of that bucket)."""
 
     def __init__(self, prepare: _Prepare, digests: list[bytes]) -> None:
         self.prepare, self.digests = prepare, digests
@@ -490,24 +490,30 @@ class _Split:
     def __call__(self, i: int, piece: Any) -> list[tuple[int, bytes]]:
         prepared, _ = self.prepare.prepared(i, piece)
         parts = bucketed(prepared, self.digests[i], self.prepare.mac, _WHERE)
-        return [(b, pickle.dumps((i, p))) for b, p in enumerate(parts)]
+        return [(b, pickle.dumps((i, b, p))) for b, p in enumerate(parts)]
 
 
 def _bucket_statistics(blobs: list[bytes], prio: bytes, pair_prio: bytes,
                        max_groups: int, max_rows: int, nkeys: int, col_grids: dict[str, Any],
-                       extra: Extra, func: str) -> tuple[dict[int, int], Any]:
-    """One bucket's statistics, and the rows it took from each piece (which the client
-    checks against the pieces' scans: every bounded row taken once)."""
+                       extra: Extra, func: str) -> tuple[int, dict[int, int], Any]:
+    """One bucket's statistics, with the bucket's number and the rows it took from each
+    piece (which the client checks: each bucket bounded in one call, with every one of its
+    rows). The bucket is the one the blobs name, whatever the engine called it: a bucket
+    holds every row of its people only if all its blobs are in the one call."""
     got = sorted(pickle.loads(b) for b in blobs)          # piece order: positions increasing
-    pieces = [p for _, p in got]
+    buckets = {b for _, b, _ in got}
+    if len(buckets) != 1:
+        raise RuntimeError(f"{_WHERE}.{func}: the engine combined rows of several buckets "
+                           "in one call; nothing is released.")
     taken: dict[int, int] = {}
-    for i, p in got:
+    for i, _, p in got:
         if i in taken:
             raise RuntimeError(f"{_WHERE}.{func}: the engine gave a bucket piece {i}'s rows "
                                "twice; nothing is released.")
         taken[i] = int(p["code"].size)
-    return taken, bounded_statistics(pieces, prio, pair_prio, max_groups, max_rows, nkeys,
-                                     col_grids, extra, func)
+    stats = bounded_statistics([p for _, _, p in got], prio, pair_prio, max_groups, max_rows,
+                               nkeys, col_grids, extra, func)
+    return buckets.pop(), taken, stats
 
 
 def _in_order(results: list[bytes], func: str, pieces: int | None = None) -> list[Any]:
@@ -529,18 +535,18 @@ def _sum(parts: list[Any]) -> Any:
 
 
 def _bucket_sum(results: list[bytes], scans: list[dict[str, Any]], func: str) -> Any:
-    """The buckets' statistics summed, once the client has checked that each bucket came
-    once and every piece's bounded rows were taken exactly once."""
-    got = [pickle.loads(r) for r in results]
-    buckets = [b for b, _ in got]
-    if len(set(buckets)) != len(buckets) or not all(0 <= b < len(scans) for b in buckets):
-        raise RuntimeError(f"{_WHERE}.{func}: the engine combined a bucket more than once "
-                           "(or one that does not exist); nothing is released.")
+    """The buckets' statistics summed, once the client has checked that each bucket was
+    bounded in one call and every piece's rows of every bucket were taken exactly once."""
+    got = [pickle.loads(r)[1] for r in results]
+    buckets = [b for b, _, _ in got]
+    if len(set(buckets)) != len(buckets):
+        raise RuntimeError(f"{_WHERE}.{func}: the engine combined a bucket more than once; "
+                           "nothing is released.")
     rows = [0] * len(scans)
-    for _, (taken, _) in got:
+    for _, taken, _ in got:
         for i, n in taken.items():
             rows[i] += n
-    if rows != [s["inside"] for s in scans]:
+    if rows != [s["inside"] for s in scans] or sorted(buckets) != list(range(len(scans))):
         raise RuntimeError(f"{_WHERE}.{func}: the engine's buckets did not take every row "
                            "once; nothing is released.")
-    return _sum([stats for _, (_, stats) in got])
+    return _sum([stats for _, _, stats in got])
