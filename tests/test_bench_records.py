@@ -161,8 +161,12 @@ def test_markdown_lists_measured_and_skipped():
               "grouped": [{"library": "PipelineDP", "version": "0.3.1", "task": "grouped",
                            "seconds": 100.0, "load_seconds": 5.0, "peak_rss_mib": 4096.0,
                            "load_rss_mib": 1024.0, "released": 2000.0, "error": 0.056},
-                          {"library": "Tumult Analytics", "task": "grouped",
-                           "skipped": "needs Spark"}],
+                          {"library": "Tumult Analytics", "version": "0.21.0",
+                           "task": "grouped", "seconds": 365.0, "load_seconds": 1.7,
+                           "peak_rss_mib": 740.0, "load_rss_mib": 700.0, "released": 1540.0,
+                           "error": 0.125, "memory_not_measured": "Spark's JVM"},
+                          {"library": "OpenDP float", "task": "grouped",
+                           "skipped": "needs polars 1.36.1"}],
               "ungrouped": [{"library": "OpenDP", "version": "0.16.0", "task": "median",
                              "failed": "timed out after 600 s"}],
               "joint": [{"method": "joint", "error": 0.06, "worst": 0.1, "seconds": 2.9,
@@ -170,7 +174,8 @@ def test_markdown_lists_measured_and_skipped():
     text = R.to_markdown(report)
     assert "| time, 10⁷ rows |" in text and "(of 9,995 present)" in text
     assert "| PipelineDP 0.3.1 | 100.00 s" in text and "| 2,000 | 0.056 |" in text
-    assert "Tumult Analytics (grouped): needs Spark" in text
+    assert "| 1,540 | 0.125 | — (Spark's JVM) |" in text
+    assert "OpenDP float (grouped): needs polars 1.36.1" in text
     assert "OpenDP (median): timed out after 600 s" in text
     assert "| 99 | JointExp (Gillenwater et al.), one draw of all m | 0.06 | 0.1 | 2.9 s |" \
         in text

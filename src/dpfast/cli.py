@@ -1419,6 +1419,7 @@ def _bench_records(args: argparse.Namespace, out: TextIO,
     rows = args.size if args.size is not None else (10**6 if args.quick else 10**7)
     report = records.run(rows=rows, peers=not args.no_libraries,
                          repeats=args.repeat if args.repeat is not None else 1,
+                         opendp_path=args.opendp_polars, tumult_path=args.tumult,
                          progress=lambda line: print(line, file=sys.stderr, flush=True))
     return _print_report(report, records.to_markdown(report), args, out, json_out)
 
@@ -1756,10 +1757,17 @@ def build_parser() -> argparse.ArgumentParser:
                             "ledger's durable spend")
     bench.add_argument("--records", action="store_true",
                        help="instead, statistics of records beside PipelineDP, OpenDP, "
-                            "diffprivlib and PyDP (each in its own process): per-department "
+                            "Tumult, diffprivlib and PyDP (each in its own process): "
+                            "per-department "
                             "count, sum and mean of --size rows (default 10^7) with each "
                             "person's rows bounded and the departments selected privately, "
                             "the overall median and mean, and 99 percentiles")
+    bench.add_argument("--opendp-polars", metavar="DIR",
+                       help="with --records: a directory holding the polars version OpenDP "
+                            "was built against (pip install --target DIR polars==1.36.1)")
+    bench.add_argument("--tumult", metavar="DIR",
+                       help="with --records: a directory holding Tumult Analytics, installed "
+                            "apart (pip install --target DIR tmlt.analytics)")
     bench.add_argument("--no-libraries", action="store_true",
                        help="skip comparisons with other DP libraries even if installed")
     bench.add_argument("--force", action="store_true",
