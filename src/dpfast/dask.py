@@ -722,20 +722,12 @@ class GroupBy:
         func = "GroupBy.agg"
         # Check: nothing read.
         local = self._grouping()
-        specs = _gb._specs(aggregations, func)
-        gp = local._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
-                         accountant, selection_rule)
-        public = None if self.keys is None else \
-            _gb._group_codes(local.data[self.by].to_numpy(), self.keys, func).values
-        rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads,
-                      rho=gp.plan.rho if public is not None else None)
-        _pieces.refuse_unaffordable(rel, "dpfast.dask")
+        specs, gp, public, rel = _pieces.planned(
+            local, self.frame.columns, "dpfast.dask", aggregations, epsilon=epsilon,
+            delta=delta, rho=rho, noise=noise, bounds=bounds, selection=selection,
+            selection_rule=selection_rule, accountant=accountant, rng=rng, threads=threads)
         # Read, before the charge.
         columns = list(gp.bounds)
-        for c in columns:
-            if c not in self.frame.columns:
-                raise ValueError(f"The statistics of {func} name a value column, {c!r}, that "
-                                 "the data does not have.")
         wanted = list(dict.fromkeys([self.by, *columns] + (
             [self.privacy_unit] if self.privacy_unit is not None else [])))
         raw = dask.persist(*self.frame[wanted].to_delayed())

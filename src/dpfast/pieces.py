@@ -75,6 +75,29 @@ def refuse_unaffordable(rel: Release, where: str) -> None:
 
 
 
+def planned(local: Any, columns: Any, where: str, aggregations: dict[str, object],
+            **kw: Any) -> tuple[Any, Any, np.ndarray | None, Release]:
+    """Before anything is read: the aggregations' specs, the plan, the public keys (None:
+    private) and the release of a grouping ``local`` (a :class:`dpfast.GroupBy` of the
+    table's empty meta); refused if the budget cannot pay or a statistic names a column not
+    in ``columns``."""
+    from . import groupby as _gb
+    func = "GroupBy.agg"
+    specs = _gb._specs(aggregations, func)
+    gp = local._plan(func, specs, kw["bounds"], kw["noise"], kw["epsilon"], kw["delta"],
+                     kw["rho"], kw["selection"], kw["accountant"], kw["selection_rule"])
+    public = None if local.keys is None else \
+        _gb._group_codes(local.data[local.by].to_numpy(), local.keys, func).values
+    rel = Release(func, kw["accountant"], gp.epsilon, gp.delta, kw["rng"], kw["threads"],
+                  rho=gp.plan.rho if public is not None else None)
+    refuse_unaffordable(rel, where)
+    for c in gp.bounds:
+        if c not in columns:
+            raise ValueError(f"The statistics of {func} name a value column, {c!r}, that "
+                             "the data does not have.")
+    return specs, gp, public, rel
+
+
 def kind(arr: np.ndarray) -> str | None:
     """What a partition's column holds, for the check that all partitions hold one type
     (None: nothing)."""
@@ -396,19 +419,11 @@ class GroupBy:
         from . import groupby as _gb
         func = "GroupBy.agg"
         local = self._grouping()
-        specs = _gb._specs(aggregations, func)
-        gp = local._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
-                         accountant, selection_rule)
-        public = None if self.keys is None else \
-            _gb._group_codes(local.data[self.by].to_numpy(), self.keys, func).values
-        rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads,
-                      rho=gp.plan.rho if public is not None else None)
-        refuse_unaffordable(rel, _WHERE)
+        specs, gp, public, rel = planned(
+            local, self.meta.columns, _WHERE, aggregations, epsilon=epsilon, delta=delta,
+            rho=rho, noise=noise, bounds=bounds, selection=selection,
+            selection_rule=selection_rule, accountant=accountant, rng=rng, threads=threads)
         columns = list(gp.bounds)
-        for c in columns:
-            if c not in self.meta.columns:
-                raise ValueError(f"The statistics of {func} name a value column, {c!r}, that "
-                                 "the data does not have.")
         # Read, before the charge: scan every piece.
         scans = _in_order(self.engine.map(_Step(scan_records, self.by, self.privacy_unit,
                                                 columns, public, func)), func)
