@@ -46,9 +46,10 @@ KEYS = {"sex": ["F", "M"], "edu": ["HS", "BA", "MA", "PhD"]}
 def test_noisy_counts_is_the_same_for_any_workers_and_chunks(clusters):
     x = np.random.default_rng(0).poisson(7, 200_003)     # chunks across kernel chunks
     want = dp.noisy_counts(x, epsilon=0.5, accountant=dp.Accountant(), rng=21)
+    # Every chunking on two workers; one and four workers on the uneven one.
     for n in WORKERS:
         client = clusters(n)
-        for chunks in (200_003, 50_000, 77_777):
+        for chunks in ((200_003, 50_000, 77_777) if n == 2 else (77_777,)):
             got = dpd.noisy_counts(da.from_array(x, chunks=chunks), epsilon=0.5,
                                    accountant=dp.Accountant(), rng=21)
             assert np.array_equal(client.compute(got).result(), want), (n, chunks)
