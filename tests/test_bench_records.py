@@ -1,5 +1,7 @@
 """dpfast.benchmarks.records: the synthetic table and the metrics the peers are scored with
 (no peer runs, no timings)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -144,6 +146,18 @@ def test_bounded_median_error_is_the_bounding_alone():
          "salary": np.r_[np.ones(8), [100.0, 200.0]]}
     r = R.bounded_median_error(t, max_rows=2, draws=2)
     assert r["error"] == r["worst"] == pytest.approx(49.5)
+
+
+def test_a_child_runs_in_its_own_scratch_directory_removed_after(tmp_path, monkeypatch):
+    # Whatever a library writes where it runs (Spark's warehouse of temporary tables) lands
+    # in the child's scratch directory, which is removed: never in the caller's directory.
+    # The table is given by a relative path.
+    monkeypatch.chdir(tmp_path)
+    R.write_parquet(R.make_table(rows=2_000, people=200, departments=10, seed=4), "t.parquet")
+    r = R.run_peer("dpfast", "mean", "t.parquet", timeout=120)
+    assert "value" in r and r["cwd"] != str(tmp_path)
+    assert not os.path.exists(r["cwd"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
 
 
 def test_markdown_lists_measured_and_skipped():

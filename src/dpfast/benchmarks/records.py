@@ -623,7 +623,7 @@ def child_main(library: str, task: str, path: str, out: str, options: str = "{}"
     """What the child process runs: set up the library, load the table, compute, and write
     the result (JSON, plus the released keys and means as ``.npz`` for grouped tasks) next to
     ``out``. Not for direct use: :func:`run_peer` starts it."""
-    result: dict[str, Any] = {"library": library, "task": task}
+    result: dict[str, Any] = {"library": library, "task": task, "cwd": os.getcwd()}
     try:
         info, compute, load = _RUNNERS[(library, task)](path, json.loads(options))
         result.update(info)
@@ -680,17 +680,21 @@ def run_peer(library: str, task: str, path: str, timeout: float = TIMEOUT,
     """
     if (library, task) not in _RUNNERS:
         return {"library": library, "task": task, "skipped": "no such task for this library"}
+    path = os.path.abspath(path)                 # the child runs elsewhere (below)
     scratch = tempfile.mkdtemp(prefix="dpfast-records-child-")
     out = os.path.join(scratch, "result.json")
     code = ("import sys; from dpfast.benchmarks.records import child_main; "
             "child_main(*sys.argv[1:])")
     env = dict(os.environ)
     if pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (os.path.abspath(pythonpath), env.get("PYTHONPATH")) if p)
+    # The child works in the scratch directory: whatever a library writes where it runs
+    # (Spark's warehouse of temporary tables, logs) goes there and is removed with it.
     proc = subprocess.Popen([sys.executable, "-c", code, library, task, path, out,
                              json.dumps(dict(options or {}))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env, cwd=scratch)
     try:
         try:
             _, err = proc.communicate(timeout=timeout)
