@@ -1,5 +1,5 @@
 """dpfast.benchmarks.records: the synthetic table and the metrics the peers are scored with
-(no peer runs, no timings)."""
+(no peer runs and no timings; one dpfast child on a tiny table, for where it runs)."""
 import os
 
 import numpy as np

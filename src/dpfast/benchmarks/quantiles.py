@@ -79,25 +79,11 @@ def joint_exp(s: NDArray[np.integer], lo: int, hi: int, qs: NDArray[np.float64],
     H = np.empty((m, n + 1))
     # stay[r]: log weight of the r-th output in a gap after the first, for each gap.
     stay = [np.zeros(n + 1)] + [np.log(G + r - 1.0) - np.log(r) for r in range(2, m + 1)]
-    for j in range(m):
-        if j == 0:
-            F1[0] = logG - a * np.abs(k - t[0])
-        else:
-            terms = np.where(below, H[j - 1][None, :] - a * np.abs(d - t[j]), -np.inf)
-            F1[j] = logG + _lse(terms, axis=1)
-        # Outputs j-r+1..j in gap k: the first is F1[j-r+1], then r-1 more, each counting no
-        # values (|0 - t|).
-        runs = [F1[j]]
-        acc = np.zeros(n + 1)
-        for r in range(2, j + 2):
-            acc = acc + stay[r - 1] - a * abs(t[j - r + 2])
-            runs.append(F1[j - r + 1] + acc)
-        H[j] = _lse(np.array(runs), axis=0)
-    # Backward: the last output's gap and run, then each earlier one.
-    out_gap = np.empty((draws, m), dtype=np.int64)
 
     def run_weights(j: int, kk: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Per draw, log weights of runs r = 1..j+1 for output j in gap kk."""
+        """Log weights, one row per gap of ``kk``, of output j being the r-th (r = 1..j+1)
+        in its gap: the run's first output is F1[j-r+1], then r-1 more, each counting no
+        values (|0 - t|)."""
         w = np.full((kk.size, j + 1), -np.inf)
         w[:, 0] = F1[j][kk]
         acc = np.zeros(kk.size)
@@ -105,6 +91,16 @@ def joint_exp(s: NDArray[np.integer], lo: int, hi: int, qs: NDArray[np.float64],
             acc = acc + stay[r - 1][kk] - a * abs(t[j - r + 2])
             w[:, r - 1] = F1[j - r + 1][kk] + acc
         return w
+
+    for j in range(m):
+        if j == 0:
+            F1[0] = logG - a * np.abs(k - t[0])
+        else:
+            terms = np.where(below, H[j - 1][None, :] - a * np.abs(d - t[j]), -np.inf)
+            F1[j] = logG + _lse(terms, axis=1)
+        H[j] = _lse(run_weights(j, k), axis=1)
+    # Backward: the last output's gap and run, then each earlier one.
+    out_gap = np.empty((draws, m), dtype=np.int64)
 
     last = H[m - 1] - a * np.abs(n - k - t[m])
     kk = _choice(gen, np.broadcast_to(last, (draws, n + 1)))
