@@ -272,33 +272,45 @@ def test_the_release_uses_the_rows_read_before_the_charge(clusters, people):
     part = people.iloc[:5000]
     prepared, digest = _pieces.prepared_records(part, "dept", "user", ["salary"], keys, 0, 3,
                                              mac, "GroupBy.agg")
-    pieces = _pieces.bucketed(prepared, digest, mac)
+    key = bytes(32)
+    pieces = _pieces.bucketed(prepared, digest, mac, key, key)
     assert sum(p["code"].size for p in pieces) == 5000
     changed = part.copy()
     changed.iloc[17, 2] += 1.0                          # one salary changed
     redone, _ = _pieces.prepared_records(changed, "dept", "user", ["salary"], keys, 0, 3, mac,
                                       "GroupBy.agg")
     with pytest.raises(RuntimeError, match="changed after"):
-        _pieces.bucketed(redone, digest, mac)
+        _pieces.bucketed(redone, digest, mac, key, key)
 
 
-def test_bucket_rows_carry_their_positions_in_the_frame(people):
+def test_bucket_rows_carry_the_priorities_of_their_frame_positions(people):
     # A partition starting at row 12345 (mid-chunk) sends each row to its person's bucket
-    # with its position in the frame, increasing within each bucket: the positions that
-    # address the row's priorities (the kernel draws the cells there, as tests/
-    # test_bounding.py checks against the whole table's).
+    # with the two uniforms of its position in the frame (the cells the single-machine
+    # kernel draws there), in frame order within each bucket.
+    from dpfast import _native, noise
     keys = np.array(list("abcde"), dtype=object)
     mac = bytes(range(32))
+    k1, k2 = bytes(range(32)), bytes(range(1, 33))
+    whole = {}
+    for k in (k1, k2):
+        whole[k] = np.empty(12345 + 5000)
+        noise.uniforms(_native.Key.from_bytes(k), 1, whole[k])
     part = people.iloc[:5000]
     prepared, digest = _pieces.prepared_records(part, "dept", "user", ["salary"], keys, 12345,
-                                             3, mac, "GroupBy.agg")
-    pieces = _pieces.bucketed(prepared, digest, mac)
-    pos = np.concatenate([p["pos"] for p in pieces])
-    assert np.array_equal(np.sort(pos), np.arange(12345, 12345 + 5000))
+                                                3, mac, "GroupBy.agg")
+    pieces = _pieces.bucketed(prepared, digest, mac, k1, k2)
+    got = np.concatenate([p["prio"] for p in pieces])
+    assert np.array_equal(np.sort(got), np.sort(whole[k1][12345:]))
     for p in pieces:
-        assert np.all(np.diff(p["pos"]) > 0)
-        frame_rows = part.iloc[p["pos"] - 12345]
-        assert np.array_equal(frame_rows["user"].to_numpy(), p["person"])
+        rows = np.flatnonzero(np.isin(whole[k1][12345:], p["prio"]))
+        assert np.array_equal(whole[k1][12345 + rows], p["prio"])        # frame order
+        assert np.array_equal(whole[k2][12345 + rows], p["pair_prio"])
+        assert np.array_equal(part["user"].to_numpy()[rows], p["person"])
+    for start, n in ((0, 10), (12345, _native.CHUNK), (_native.CHUNK, 7),
+                     (2 * _native.CHUNK - 3, 103), (5, 0)):
+        cells = np.empty(3 * _native.CHUNK + 100)
+        noise.uniforms(_native.Key.from_bytes(k1), 1, cells)
+        assert np.array_equal(_pieces.uniforms_from(k1, start, n), cells[start:start + n])
 
 
 def test_a_worker_killed_after_the_charge_changes_nothing(clusters):

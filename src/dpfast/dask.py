@@ -622,8 +622,8 @@ def _noise_table(counts: np.ndarray, key: _native.Key, threads: int,
 #   distinct keys of the whole frame, collected from the partitions before the charge);
 # - each row's bounding priorities: cell ``i`` of the uniforms under the stream's first two
 #   keys, ``i`` the row's position in the frame (among the rows of public keys, which alone
-#   are bounded): each row goes to its bucket with its position, and the kernel draws the
-#   cells there;
+#   are bounded): a partition starting at row ``a`` draws chunk ``a // CHUNK`` on and drops
+#   the head, as the cell-addressed counts do;
 # - the bounding kernel, which decides a person's rows from their priorities and their order
 #   alone: the rows are sent to buckets by a hash of the person (every row of a person in one
 #   bucket, in frame order), and each bucket is bounded on its own.
@@ -758,13 +758,13 @@ class GroupBy:
             digests = dask.compute(*[m[1] for m in made])
             del raw, made
             stream = rel.charge_keys()
-            split = [dask.delayed(_pieces.bucketed, pure=True)(p, d, mac)
-                     for p, d in zip(prepared, digests)]
             # The bounding's keys, as dpfast.records.bound takes them: the stream's first
-            # two, shipped as bytes to the workers that bound the buckets.
+            # two, shipped as bytes to the workers that draw each partition's priorities.
             prio, pair_prio = bytes(stream.next()), bytes(stream.next())
+            split = [dask.delayed(_pieces.bucketed, pure=True)(p, d, mac, prio, pair_prio)
+                     for p, d in zip(prepared, digests)]
             partial = [dask.delayed(_pieces.bounded_statistics, pure=True)(
-                [s[b] for s in split], prio, pair_prio, local.max_groups, local.max_rows,
+                [s[b] for s in split], local.max_groups, local.max_rows,
                 key_values.size, col_grids, extra, func) for b in range(buckets)]
             stats = dask.compute(_summed(partial))[0]
         # Draw, on the client: the key selection and the noise of the summed statistics.

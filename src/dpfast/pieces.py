@@ -6,14 +6,17 @@ The release reads the pieces twice before its charge and once after:
 
 1. each piece is scanned (:func:`scan_records`): its length, its rows of public keys or its
    distinct keys, and the first error of the single-machine checks, which the client raises
-   as the single-machine path would (:func:`checked_scans`);
+   as the single-machine path would (:func:`checked_scans`); :func:`group_by` also digests
+   the columns each piece read, and refuses a piece that differs at the next read;
 2. each piece's checked rows are prepared (:func:`prepared_records`: key codes, values,
    persons, each row's position among the table's bounded rows and its bucket, a hash of its
    person) and digested under 32 random bytes of this release;
 3. after the charge, each piece is prepared again and refused unless its digest is the one
    read before (:func:`bucketed`: a piece recomputed from a changed input releases
-   nothing), its rows sent to their buckets, and each bucket -- every row of its people --
-   bounded with the release's keys at the rows' positions and summed per key
+   nothing), its rows' priorities drawn (the cells of its run of positions, under the
+   release's keys), its rows sent to their buckets (a hash of the person's id in one form
+   whatever the piece's column type: :func:`bucket_ids`), and each bucket -- every row of
+   its people -- bounded and summed per key
    (:func:`bounded_statistics`): exact integers, which add up over buckets to the whole
    table's. The client selects the keys and adds the noise (:func:`dpfast.groupby.finish`).
 
@@ -226,7 +229,7 @@ def prepared_records(part: Any, by: str, unit: str, columns: list[str],
     values = [records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
                                    func, c)[inside] for c in columns]
     code = np.ascontiguousarray(code[inside])
-    hashed = pd.util.hash_array(np.asarray(person))
+    hashed = pd.util.hash_array(bucket_ids(person))
     bucket = (hashed % np.uint64(buckets)).astype(np.int64)
     order = np.argsort(bucket, kind="stable")          # frame order within each bucket
     edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
@@ -235,39 +238,76 @@ def prepared_records(part: Any, by: str, unit: str, columns: list[str],
     return prepared, prepared_digest(prepared, mac)
 
 
+def bucket_ids(person: np.ndarray) -> np.ndarray:
+    """The ids a person's bucket is hashed from, one form for every way a piece may store
+    the same id (the bounding takes them as one person): integers and booleans as int64
+    (uint64 past int64 as they are), floats as float64 with -0.0 made 0.0, times in
+    nanoseconds, objects holding numbers as those numbers."""
+    import pandas as pd
+    arr = np.asarray(person)
+    if arr.dtype.kind == "O" and arr.size:
+        inferred = pd.api.types.infer_dtype(arr, skipna=False)
+        if inferred in ("integer", "floating", "mixed-integer-float", "boolean"):
+            arr = np.asarray(arr.tolist())
+    kind = arr.dtype.kind
+    if kind in "iub":
+        if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+            return arr.astype(np.uint64)
+        return arr.astype(np.int64)
+    if kind == "f":
+        return arr.astype(np.float64) + 0.0
+    if kind in "Mm":
+        return arr.astype(f"{kind}8[ns]")
+    return arr
+
+
 def prepared_digest(prepared: dict[str, Any], mac: bytes) -> bytes:
     parts = [prepared["code"], prepared["hashed"], prepared["order"], prepared["edges"],
              np.array([prepared["start"]], dtype=np.int64), *prepared["values"]]
     return b"".join(digest(mac, np.ascontiguousarray(p)) for p in parts)
 
 
-def bucketed(prepared: dict[str, Any], expected: bytes, mac: bytes,
-             where: str = "dpfast.dask") -> list[dict[str, Any]]:
+def uniforms_from(key: bytes, start: int, n: int) -> np.ndarray:
+    """Cells ``[start, start + n)`` of the uniforms under the key of bytes ``key`` (those
+    the single-machine kernel draws there): chunk ``start // CHUNK`` on, the cells before
+    ``start`` dropped."""
+    from .noise import uniforms
+    chunk0, skip = divmod(start, _native.CHUNK)
+    out = np.empty(skip + n, dtype=np.float64)
+    if n:
+        uniforms(_native.Key.from_bytes(key), 1, out, chunk0)
+    return out[skip:]
+
+
+def bucketed(prepared: dict[str, Any], expected: bytes, mac: bytes, prio: bytes,
+             pair_prio: bytes, where: str = "dpfast.dask") -> list[dict[str, Any]]:
     """On a worker, after the charge: a prepared partition (refused if it is not what was
-    read before the charge) split by bucket, each row with its position among the rows the
-    release bounds (what addresses its priorities)."""
+    read before the charge) split by bucket, each row with its two bounding priorities:
+    the cells at its position among the rows the release bounds, under the keys ``prio``
+    and ``pair_prio``, drawn once for the partition's run of positions."""
     if not hmac.compare_digest(prepared_digest(prepared, mac), expected):
         raise RuntimeError(f"{where}.GroupBy.agg: a partition's records changed after "
                            "they were read for this release (recomputed from a changed "
                            "input?); nothing of it is released.")
+    n, start = prepared["code"].size, prepared["start"]
+    p1, p2 = uniforms_from(prio, start, n), uniforms_from(pair_prio, start, n)
     order, edges = prepared["order"], prepared["edges"]
     out = []
     for b in range(edges.size - 1):
         rows = order[edges[b]:edges[b + 1]]
         out.append({"code": prepared["code"][rows], "person": prepared["person"][rows],
-                    "pos": prepared["start"] + rows,
+                    "prio": p1[rows], "pair_prio": p2[rows],
                     "values": {c: v[rows] for c, v in zip(prepared["columns"],
                                                           prepared["values"])}})
     return out
 
 
-def bounded_statistics(pieces: list[dict[str, Any]], prio: bytes, pair_prio: bytes,
-                        max_groups: int, max_rows: int, nkeys: int,
-                        col_grids: dict[str, Any], extra: Extra, func: str) -> Any:
+def bounded_statistics(pieces: list[dict[str, Any]], max_groups: int, max_rows: int,
+                       nkeys: int, col_grids: dict[str, Any], extra: Extra,
+                       func: str) -> Any:
     """On a worker: one bucket's rows (every row of its persons, in frame order: the
     partitions' pieces in partition order), bounded as dpfast.records.bound bounds them
-    (the priorities of the keys ``prio`` and ``pair_prio`` at the rows' positions), and
-    their statistics per key."""
+    (their priorities drawn by :func:`bucketed`), and their statistics per key."""
     from . import groupby as _gb
     from . import records
 
@@ -275,10 +315,9 @@ def bounded_statistics(pieces: list[dict[str, Any]], prio: bytes, pair_prio: byt
         return np.concatenate([p[name] for p in pieces])
     code = np.ascontiguousarray(joined("code"), dtype=np.int64)
     person = records.person_ids(joined("person"), code.size, func)
-    pos = np.ascontiguousarray(joined("pos"), dtype=np.int64)
-    flags = _native.bound_keyed(person, code, _native.Key.from_bytes(prio),
-                                _native.Key.from_bytes(pair_prio), pos,
-                                int(pos[-1]) + 1 if pos.size else 0, max_groups, max_rows, 1)
+    flags = _native.bound_contributions(
+        person, code, np.ascontiguousarray(joined("prio")),
+        np.ascontiguousarray(joined("pair_prio")), max_groups, max_rows, 1)
     values = {c: np.concatenate([p["values"][c] for p in pieces])
               for c in pieces[0]["values"]}
     # Every row of a person is here: the weights (from each person's pairs) are theirs.
@@ -425,8 +464,13 @@ class GroupBy:
             selection_rule=selection_rule, accountant=accountant, rng=rng, threads=threads)
         columns = list(gp.bounds)
         # Read, before the charge: scan every piece.
-        scans = _in_order(self.engine.map(_Step(scan_records, self.by, self.privacy_unit,
-                                                columns, public, func)), func)
+        mac = os.urandom(32)
+        wanted = list(dict.fromkeys([self.by, *columns] + (
+            [self.privacy_unit] if self.privacy_unit is not None else [])))
+        read = _in_order(self.engine.map(_Step(_scanned, self.by, self.privacy_unit,
+                                               columns, public, func, wanted, mac)), func)
+        scans = [r for r, _ in read]
+        raw = [d for _, d in read]
         if not scans:
             raise ValueError(f"The 'engine' of {_WHERE}.{func} holds no pieces; nothing was "
                              "spent or drawn.")
@@ -438,24 +482,23 @@ class GroupBy:
         if self.privacy_unit is None:
             # Each row a person: all rows kept, no key needed.
             parts = _in_order(self.engine.map(_Step(
-                unbounded_statistics, self.by, columns, key_values, col_grids, extra, func)),
-                func, len(scans))
+                _unbounded, self.by, columns, key_values, col_grids, extra, func, wanted, mac,
+                raw)), func, len(scans))
             stats = _sum(parts)
             stream = rel.charge_keys()
         else:
             buckets = len(scans)
             starts = np.concatenate(([0], np.cumsum([s["inside"] for s in scans])[:-1]))
-            mac = os.urandom(32)
             prepare = _Prepare(self.by, self.privacy_unit, columns, key_values,
-                               [int(a) for a in starts], buckets, mac, func)
+                               [int(a) for a in starts], buckets, mac, func, wanted, raw)
             digests = _in_order(self.engine.map(prepare), func, len(scans))
             stream = rel.charge_keys()
             # The bounding's keys, as dpfast.records.bound takes them: the stream's first
             # two, shipped as bytes to the steps that bound the buckets.
             prio, pair_prio = bytes(stream.next()), bytes(stream.next())
             got = self.engine.shuffle(
-                _Split(prepare, digests),
-                _Step(_bucket_statistics, prio, pair_prio, self.max_groups, self.max_rows,
+                _Split(prepare, digests, prio, pair_prio),
+                _Step(_bucket_statistics, self.max_groups, self.max_rows,
                       key_values.size, col_grids, extra, func))
             stats = _bucket_sum(got, scans, func)
         return _gb.finish(stream, rel.threads, gp, specs, local, key_values,
@@ -474,19 +517,59 @@ class _Step:
         return pickle.dumps((i, self.fn(x, *self.args)))
 
 
+def _raw_digest(piece: Any, wanted: list[str], mac: bytes) -> bytes:
+    """A digest of a piece's columns as read (pandas' hash of each row's values)."""
+    import pandas as pd
+    frame = piece[wanted] if isinstance(piece, pd.DataFrame) else \
+        pd.DataFrame({c: np.asarray(piece[c]) for c in wanted})
+    return digest(mac, np.asarray(pd.util.hash_pandas_object(frame, index=False)))
+
+
+def _same_as_scanned(piece: Any, i: int, wanted: list[str], mac: bytes, raw: list[bytes],
+                     func: str) -> None:
+    """Refuse a piece whose columns are not those scanned (or a piece number not scanned)."""
+    if not 0 <= i < len(raw):
+        raise RuntimeError(f"{_WHERE}.{func}: the engine gave a piece numbered {i}, of "
+                           f"{len(raw)} scanned; nothing is released.")
+    if not hmac.compare_digest(_raw_digest(piece, wanted, mac), raw[i]):
+        raise RuntimeError(f"{_WHERE}.{func}: piece {i}'s records changed after they were "
+                           "scanned (recomputed from a changed input?); nothing is released.")
+
+
+def _scanned(piece: Any, by: str, unit: str | None, columns: list[str],
+             public: np.ndarray | None, func: str, wanted: list[str],
+             mac: bytes) -> tuple[dict[str, Any], bytes | None]:
+    """The scan of a piece and, if it passed the checks, the digest of what it read."""
+    scan = scan_records(piece, by, unit, columns, public, func)
+    return scan, None if scan["error"] else _raw_digest(piece, wanted, mac)
+
+
+def _unbounded(piece: Any, by: str, columns: list[str], key_values: np.ndarray,
+               col_grids: dict[str, Any], extra: Extra, func: str, wanted: list[str],
+               mac: bytes, raw: list[bytes]) -> Any:
+    """:func:`unbounded_statistics` of the piece that was scanned (its number is its place
+    in ``raw``: found by digest, since a map gives no number to the step)."""
+    d = _raw_digest(piece, wanted, mac)
+    if not any(hmac.compare_digest(d, r) for r in raw):
+        raise RuntimeError(f"{_WHERE}.{func}: a piece's records changed after they were "
+                           "scanned (recomputed from a changed input?); nothing is released.")
+    return unbounded_statistics(piece, by, columns, key_values, col_grids, extra, func)
+
+
 class _Prepare:
     """Before the charge: piece ``i``'s prepared rows (numbered from its start) and their
-    digest; the digest alone is returned (pickled, with ``i``)."""
+    digest, once its columns are checked to be those scanned; the digest alone is returned
+    (pickled, with ``i``)."""
 
     def __init__(self, by: str, unit: str, columns: list[str], key_values: np.ndarray,
-                 starts: list[int], buckets: int, mac: bytes, func: str) -> None:
+                 starts: list[int], buckets: int, mac: bytes, func: str, wanted: list[str],
+                 raw: list[bytes]) -> None:
         self.args = (by, unit, columns, key_values)
         self.starts, self.buckets, self.mac, self.func = starts, buckets, mac, func
+        self.wanted, self.raw = wanted, raw
 
     def prepared(self, i: int, piece: Any) -> tuple[dict[str, Any], bytes]:
-        if not 0 <= i < len(self.starts):
-            raise RuntimeError(f"{_WHERE}.{self.func}: the engine gave a piece numbered {i}, "
-                               f"of {len(self.starts)} scanned; nothing is released.")
+        _same_as_scanned(piece, i, self.wanted, self.mac, self.raw, self.func)
         return prepared_records(piece, *self.args, self.starts[i], self.buckets, self.mac,
                                 self.func)
 
@@ -499,23 +582,25 @@ class _Split:
     read before the charge, and its rows sent to their buckets (each blob: the piece's
     number, the bucket's, and the piece's rows of that bucket)."""
 
-    def __init__(self, prepare: _Prepare, digests: list[bytes]) -> None:
-        self.prepare, self.digests = prepare, digests
+    def __init__(self, prepare: _Prepare, digests: list[bytes], prio: bytes,
+                 pair_prio: bytes) -> None:
+        self.prepare, self.digests, self.keys = prepare, digests, (prio, pair_prio)
 
     def __call__(self, i: int, piece: Any) -> list[tuple[int, bytes]]:
         prepared, _ = self.prepare.prepared(i, piece)
-        parts = bucketed(prepared, self.digests[i], self.prepare.mac, _WHERE)
+        parts = bucketed(prepared, self.digests[i], self.prepare.mac, *self.keys, _WHERE)
         return [(b, pickle.dumps((i, b, p))) for b, p in enumerate(parts)]
 
 
-def _bucket_statistics(blobs: list[bytes], prio: bytes, pair_prio: bytes,
-                       max_groups: int, max_rows: int, nkeys: int, col_grids: dict[str, Any],
-                       extra: Extra, func: str) -> tuple[int, dict[int, int], Any]:
+def _bucket_statistics(blobs: list[bytes], max_groups: int, max_rows: int, nkeys: int,
+                       col_grids: dict[str, Any], extra: Extra,
+                       func: str) -> tuple[int, dict[int, int], Any]:
     """One bucket's statistics, with the bucket's number and the rows it took from each
     piece (which the client checks: each bucket bounded in one call, with every one of its
     rows). The bucket is the one the blobs name, whatever the engine called it: a bucket
     holds every row of its people only if all its blobs are in the one call."""
-    got = sorted(pickle.loads(b) for b in blobs)          # piece order: positions increasing
+    # In piece order (positions increasing); a piece given twice is refused below.
+    got = sorted((pickle.loads(b) for b in blobs), key=lambda g: g[0])
     buckets = {b for _, b, _ in got}
     if len(buckets) != 1:
         raise RuntimeError(f"{_WHERE}.{func}: the engine combined rows of several buckets "
@@ -526,8 +611,8 @@ def _bucket_statistics(blobs: list[bytes], prio: bytes, pair_prio: bytes,
             raise RuntimeError(f"{_WHERE}.{func}: the engine gave a bucket piece {i}'s rows "
                                "twice; nothing is released.")
         taken[i] = int(p["code"].size)
-    stats = bounded_statistics([p for _, _, p in got], prio, pair_prio, max_groups, max_rows,
-                               nkeys, col_grids, extra, func)
+    stats = bounded_statistics([p for _, _, p in got], max_groups, max_rows, nkeys,
+                               col_grids, extra, func)
     return buckets.pop(), taken, stats
 
 
