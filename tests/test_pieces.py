@@ -67,6 +67,13 @@ def test_the_same_release_as_the_whole_table(rows, case, cuts):
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
+def test_more_pieces_than_buckets_give_the_same_release(rows, monkeypatch):
+    monkeypatch.setattr(pieces, "MAX_BUCKETS", 3)
+    cuts = list(range(2_500, 20_000, 2_500))                   # 8 pieces into 3 buckets
+    pd.testing.assert_frame_equal(release(rows, "private keys", pieces.LocalPieces(
+        split(rows, cuts))), release(rows, "private keys"), check_exact=True)
+
+
 class ProcessPieces:
     """An engine of real processes: every step pickled and run in a pool of 2."""
 

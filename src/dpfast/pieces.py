@@ -411,6 +411,9 @@ def group_by(engine: Engine, meta: Any, by: str, *, privacy_unit: str | None = N
 
 
 _WHERE = "dpfast.pieces"
+#: The most buckets a release's rows are grouped into (256 pieces into 256 buckets made
+#: 65,536 blobs: 3.0 s for 2**21 rows, against 0.7 s at 64 pieces).
+MAX_BUCKETS = 64
 
 
 class GroupBy:
@@ -487,7 +490,9 @@ class GroupBy:
             stats = _sum(parts)
             stream = rel.charge_keys()
         else:
-            buckets = len(scans)
+            # Every piece sends a blob to every bucket: buckets as many as the pieces, up to
+            # MAX_BUCKETS (the release is the same for any number).
+            buckets = min(len(scans), MAX_BUCKETS)
             starts = np.concatenate(([0], np.cumsum([s["inside"] for s in scans])[:-1]))
             prepare = _Prepare(self.by, self.privacy_unit, columns, key_values,
                                [int(a) for a in starts], buckets, mac, func, wanted, raw)
@@ -500,7 +505,7 @@ class GroupBy:
                 _Split(prepare, digests, prio, pair_prio),
                 _Step(_bucket_statistics, self.max_groups, self.max_rows,
                       key_values.size, col_grids, extra, func))
-            stats = _bucket_sum(got, scans, func)
+            stats = _bucket_sum(got, scans, buckets, func)
         return _gb.finish(stream, rel.threads, gp, specs, local, key_values,
                           public is not None, stats)
 
@@ -634,7 +639,8 @@ def _sum(parts: list[Any]) -> Any:
     return total
 
 
-def _bucket_sum(results: list[bytes], scans: list[dict[str, Any]], func: str) -> Any:
+def _bucket_sum(results: list[bytes], scans: list[dict[str, Any]], buckets_made: int,
+                func: str) -> Any:
     """The buckets' statistics summed, once the client has checked that each bucket was
     bounded in one call and every piece's rows of every bucket were taken exactly once."""
     got = [pickle.loads(r)[1] for r in results]
@@ -646,7 +652,7 @@ def _bucket_sum(results: list[bytes], scans: list[dict[str, Any]], func: str) ->
     for _, taken, _ in got:
         for i, n in taken.items():
             rows[i] += n
-    if rows != [s["inside"] for s in scans] or sorted(buckets) != list(range(len(scans))):
+    if rows != [s["inside"] for s in scans] or sorted(buckets) != list(range(buckets_made)):
         raise RuntimeError(f"{_WHERE}.{func}: the engine's buckets did not take every row "
                            "once; nothing is released.")
     return _sum([stats for _, _, stats in got])
