@@ -60,6 +60,8 @@ from ..accounting import composes_in_zcdp
 from ..releases.postprocess import consistent_counts
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
+from ..rng import resolve_rng
+from .graphical import GraphicalModel, Measurement, estimate, junction_tree
 from .workloads import Marginals, _domain, marginal_sums
 
 if TYPE_CHECKING:
@@ -79,7 +81,7 @@ __all__ = ["crosstab", "marginals", "MarginalRelease", "marginal_variance",
            "marginal_error_bound", "METHODS"]
 
 #: The post-processing choices of :func:`marginals` (the first is the default).
-METHODS = ("consistent", "independent")
+METHODS = ("consistent", "independent", "model")
 #: Largest number of cells of all tables of one release together.
 MAX_CELLS = 2**34
 #: Largest number of tables of one release.
@@ -680,8 +682,10 @@ class MarginalRelease(Mapping[tuple[Hashable, ...], Any]):
     """
 
     def __init__(self, plan: _Plan, arrays: list[NDArray[Any]], method: str,
-                 measured: Measure, categories: dict[Hashable, list[Any]], pandas: bool):
+                 measured: Measure, categories: dict[Hashable, list[Any]], pandas: bool,
+                 model: GraphicalModel | None = None):
         self._plan, self._measure = plan, measured
+        self.model = model
         self.method, self.categories = method, categories
         self.noise = "gaussian" if isinstance(measured.noise, Gaussian) else "laplace"
         self.epsilon, self.delta, self.rho = measured.epsilon, measured.delta, measured.rho
@@ -715,13 +719,47 @@ class MarginalRelease(Mapping[tuple[Hashable, ...], Any]):
         """Exact per-cell variance of each table (all cells of a table have the same), for
         this release's method or another (``method=``), as :func:`marginal_variance`."""
         how = self.method if method is None else _check_method(method, "variance")
+        _no_model_bound(how, "variance")
         return _variances(self._plan, how, self._measure)
+
+    def expected_error(self) -> dict[tuple[Hashable, ...], float | None]:
+        """Each table's expected l1 error (counts), where it can be stated: for
+        ``method="model"``, that of the measurements that hold the table, where the model
+        is exact on them (:meth:`GraphicalModel.expected_error`), None for a table no
+        measurement holds (no bound); otherwise sqrt(2/pi) standard deviations a cell
+        (Gaussian noise; for Laplace noise the same from its variance, an estimate)."""
+        if self.model is not None:
+            return {lab: self.model.expected_error(s)
+                    for lab, s in zip(self._plan.labels, self._plan.sets)}
+        return {lab: math.sqrt(2.0 / math.pi * v) * math.prod(shape)
+                for (lab, v), shape in zip(self.variance().items(), self._plan.shapes)}
+
+    def synthetic(self, records: int | None = None, *, rng: RngLike = None) -> Any:
+        """Records drawn from the fitted model (``method="model"`` only; post-processing,
+        free): ``records`` rows (default: the model's total, rounded), one column per
+        attribute, labelled by the attributes' public categories: a DataFrame when a
+        DataFrame came in, a dict of arrays otherwise. The rows' marginals on the model's
+        cliques are within one record per cell of the model's (systematic sampling)."""
+        if self.model is None:
+            raise ValueError("The 'synthetic' records of a MarginalRelease come from its "
+                             "model: release with method='model'. Got method="
+                             f"{self.method!r} instead.")
+        n = round(self.model.total) if records is None else _v.check_positive_int(
+            records, "records", "synthetic")
+        codes = self.model.synthetic(n, np.random.Generator(resolve_rng(rng, "synthetic")))
+        columns = {name: np.asarray(self.categories[name], dtype=object)[codes[:, i]]
+                   for i, name in enumerate(self._plan.names)}
+        if self._indexes is not None:
+            import pandas as pd
+            return pd.DataFrame(columns)
+        return columns
 
     def error_bound(self, beta: float = 0.05,
                     method: str | None = None) -> dict[tuple[Hashable, ...], float]:
         """Per-table bounds that every cell of every table stays within, all at once, with
         probability at least ``1 - beta``, as :func:`marginal_error_bound`."""
         how = self.method if method is None else _check_method(method, "error_bound")
+        _no_model_bound(how, "error_bound")
         return _error_bounds(self._plan, how, self._measure, beta, "error_bound")
 
     def nonnegative(self) -> dict[tuple[Hashable, ...], Any]:
@@ -770,7 +808,10 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
         ``"independent"``: the noisy tables as drawn (int64). ``"consistent"`` (default,
         None): their weighted least-squares projection onto mutually consistent tables
         (float64), every shared sub-marginal equal across tables (to float precision); see
-        the module for the computation. Post-processing: it costs no budget.
+        the module for the computation. ``"model"``: the tables of one graphical model
+        fitted to the noisy tables (:func:`dpfast.linear.graphical.estimate`; Private-PGM's
+        estimation), consistent and non-negative, with ``.model`` for any other marginal
+        and ``.synthetic()`` records. Post-processing: it costs no budget.
     keys : mapping, optional
         The public categories of every attribute, in order (as for :func:`crosstab`). For
         records (required): the attributes are the keys, in their order; the k-way tables
@@ -848,16 +889,33 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
                   rho=m.rho)                      # checked before the counting
     if how == "consistent":
         _check_components(plan, func)
+    elif how == "model":
+        junction_tree(plan.sizes, plan.sets)      # a clique past the limit: refused here
     if records:
         exact = _count_codes(_record_codes(data, plan, cats, func), plan, rel.threads)
     else:
         exact = _sum_tables(counts, plan)
     noisy = _add_noise(exact, m.noise, rel)
-    arrays = noisy if how == "independent" else _consistent(plan, noisy)
-    return MarginalRelease(plan, list(arrays), how, m, cats, _is_frame(data))
+    model = None
+    arrays: list[NDArray[Any]]
+    if how == "model":
+        sigma = math.sqrt(m.noise.variance)
+        model = estimate([Measurement(s, np.asarray(y, dtype=np.float64), sigma)
+                          for s, y in zip(plan.sets, noisy)], plan.sizes)
+        arrays = [model.marginal(s) for s in plan.sets]
+    else:
+        arrays = list(noisy) if how == "independent" else list(_consistent(plan, noisy))
+    return MarginalRelease(plan, arrays, how, m, cats, _is_frame(data), model)
 
 
 # -- accuracy ---------------------------------------------------------------------------
+
+def _no_model_bound(method: str, func: str) -> None:
+    if method == "model":
+        raise ValueError(f"The {func} of method='model' is not stated: the model's tables "
+                         "are not linear in the noise. Use expected_error() (where the model "
+                         "is exact on its measurements) or another 'method'.")
+
 
 def _variance_factors(plan: _Plan, method: str) -> list[float]:
     """Per-cell variance of each table in units of one noisy cell's variance."""
@@ -1018,6 +1076,7 @@ def _accuracy_plan(func: str, domain: Any, k: int | None, workload: Any,
     """The checked plan, method and noise of an accuracy function (no data involved; the
     noise is the release's, from the same keywords: nothing is charged)."""
     how = _check_method(method, func)
+    _no_model_bound(how, func)
     plan = _domain_plan(domain, k, workload, func)
     return plan, how, _measure(func, noise, epsilon, delta, rho, len(plan.sets))
 

@@ -1,0 +1,699 @@
+"""Graphical-model estimation from noisy marginals (Private-PGM: McKenna, Sheldon & Miklau
+2019): one model of the data, a product of potentials on the cliques of a junction tree of
+the measured attribute sets, fitted to every measurement; every marginal of the model is
+consistent with every other and non-negative by construction.
+
+The model. Attributes ``0..d-1`` with ``shape[i]`` values each; a measurement
+(:class:`Measurement`) is a noisy table ``y`` of the marginal on a set ``C`` of attributes,
+with noise of standard deviation ``sigma`` on each cell (any noise: Laplace, Gaussian or a
+mix, through its standard deviation). The fit minimises
+
+    L(mu) = sum over measurements of ||mu_C - y||^2 / (2 sigma^2)
+
+over the marginals ``mu`` of distributions scaled to the estimated total ``N`` (the tables'
+sums, each weighted by its precision), by entropic mirror descent on the potentials (one
+table per measured set: ``theta_C <- theta_C - eta * dL/dmu_C``), Nesterov-accelerated with
+adaptive restart, the step halved until the loss does not rise. Mirror descent from the
+uniform model is the method of Private-PGM; its path matters when the measurements are noisy,
+not only its end: the least-squares optimum is not unique (a set of models fit equally), and
+descent from the uniform model through the potentials keeps to smooth models. A step
+preconditioned cell by cell (iterative proportional fitting's) reaches a low loss sooner but
+fits the noise of small cells: on Adult's 28 two-way tables at epsilon = 1 its model's 2-way
+error was 0.045 per record at a loss where mirror descent's was 0.036.
+
+Inference. Belief propagation in log space on the junction tree: each clique's log-table is
+the sum of the potentials of the measured sets it holds and of the messages on its
+separators, built and summed by :class:`_Clique` over dense float64 arrays (numpy, no Python
+per cell). A large clique is split into two groups of attributes ``U x V``: its log-table is
+one matrix product ``[C | A | 1] @ [F | 1 | B]^T`` (``A`` the potentials on ``U`` alone,
+``B`` on ``V`` alone, ``C`` the potentials crossing the split against one-hot features ``F``
+of their ``V`` attributes), and its marginals are ``P @ F``, row and column sums: the
+8.2-million-cell clique of all 2-way tables of Adult's 8 columns is evaluated in about
+0.06 s, where broadcasting each potential over the clique takes 0.5 s. A clique past
+:data:`MAX_CLIQUE_CELLS` is refused with its size.
+
+Answers. :meth:`GraphicalModel.marginal` answers any set of attributes: from one clique's
+belief when the set lies in one, otherwise by eliminating the other attributes along the
+smallest subtree of cliques that covers the set. :meth:`GraphicalModel.synthetic` draws
+records: the root clique's cells, then each child's new attributes given its separator, by
+systematic sampling of the expected counts in each group (a cell's count is its expected
+count rounded up or down), so the records' marginals on the tree's cliques are within one
+record per cell of the model's.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Measurement", "JunctionTree", "GraphicalModel", "junction_tree", "estimate",
+           "MAX_CLIQUE_CELLS"]
+
+#: The largest clique of the junction tree, in cells (2**24 float64 cells: 128 MiB per array,
+#: a few arrays per clique during the fit); a larger one is refused with its size.
+MAX_CLIQUE_CELLS = 1 << 24
+#: Cliques up to this many cells are evaluated by broadcasting (no split).
+_SMALL = 1 << 15
+#: Cliques past this many cells hold their log-table and beliefs in float32 (the matrix
+#: products and exp twice as fast; margins are summed in float64).
+_SINGLE = 1 << 20
+
+_Attrs = tuple[int, ...]
+_Table = NDArray[np.float64]
+
+
+class Measurement(NamedTuple):
+    """A noisy marginal: ``values`` over the attributes ``clique`` (in that order: one axis
+    each), with noise of standard deviation ``sigma`` on every cell."""
+
+    clique: tuple[int, ...]
+    values: NDArray[np.float64]
+    sigma: float
+
+
+class JunctionTree(NamedTuple):
+    """Cliques (sorted attribute tuples) and the tree's edges as (parent, child), listed from
+    the root (clique 0) down: every clique after the first has one parent listed before it."""
+
+    cliques: tuple[tuple[int, ...], ...]
+    edges: tuple[tuple[int, int], ...]
+
+
+def _cells(shape: Sequence[int], clique: Sequence[int] | set[int] | frozenset[int]) -> int:
+    return math.prod(shape[a] for a in clique)
+
+
+def junction_tree(shape: Sequence[int], cliques: Sequence[Sequence[int]],
+                  limit: int = MAX_CLIQUE_CELLS) -> JunctionTree:
+    """A junction tree covering every attribute and containing each given clique: the
+    graph joining the attributes of each clique, triangulated by eliminating at each step
+    the attribute whose elimination adds the fewest cells of fill (ties: the smallest
+    clique), its maximal cliques joined by a maximum-weight spanning tree on the
+    separators' sizes. A clique past ``limit`` cells is refused (ValueError)."""
+    d = len(shape)
+    nbrs: list[set[int]] = [set() for _ in range(d)]
+    for c in cliques:
+        for a in c:
+            nbrs[a].update(b for b in c if b != a)
+    left = set(range(d))
+    found: list[frozenset[int]] = []
+    while left:
+        def cost(a: int) -> tuple[int, int]:
+            group = nbrs[a] & left
+            fill = sum(1 for u in group for v in group if u < v and v not in nbrs[u])
+            return fill, _cells(shape, group | {a})
+        a = min(sorted(left), key=cost)
+        group = (nbrs[a] & left) | {a}
+        for u in group:
+            nbrs[u].update(group - {u})
+        found.append(frozenset(group))
+        left.remove(a)
+    maximal = [c for c in found if not any(c < o for o in found)]
+    unique = sorted({tuple(sorted(c)) for c in maximal}, key=lambda c: (-len(c), c))
+    for c in unique:
+        if _cells(shape, c) > limit:
+            raise ValueError(f"The measured attributes need a clique of {_cells(shape, c):,} "
+                             f"cells (attributes {c}), more than {limit:,} (the limit: "
+                             f"{MAX_CLIQUE_CELLS:,} cells, 128 MiB a table); measure "
+                             "smaller or fewer overlapping sets.")
+    # Prim's algorithm from clique 0, the heaviest separator first (ties: lowest index).
+    inside = {0}
+    edges: list[tuple[int, int]] = []
+    while len(inside) < len(unique):
+        _, neg, new = max((len(set(unique[p]) & set(unique[j])), -p, j)
+                          for p in inside for j in range(len(unique)) if j not in inside)
+        edges.append((-neg, new))
+        inside.add(new)
+    return JunctionTree(tuple(unique), tuple(edges))
+
+
+def model_cells(shape: Sequence[int], cliques: Sequence[Sequence[int]]) -> int:
+    """The cells of the junction tree of ``cliques`` (its size as a model), or a number past
+    any limit when a clique is past :data:`MAX_CLIQUE_CELLS`."""
+    try:
+        tree = junction_tree(shape, cliques)
+    except ValueError:
+        return 1 << 62
+    return sum(_cells(shape, c) for c in tree.cliques)
+
+
+class _Clique:
+    """A clique's dense log-table, the sum of tables on subsets of its attributes (``sets``,
+    sorted tuples), and the marginals of a table over the clique on those sets.
+
+    The clique's axes are ``U + V`` (each sorted by attribute): a table over the clique is
+    a (cells of U, cells of V) matrix. With ``V`` empty (small cliques) it is built by
+    broadcasting; otherwise as in the module's docstring."""
+
+    def __init__(self, shape: Sequence[int], attrs: _Attrs, sets: Sequence[_Attrs]) -> None:
+        self.attrs = attrs
+        self.sets = list(sets)
+        sizes = {a: int(shape[a]) for a in attrs}
+        self.cells = math.prod(sizes.values())
+        by_size = sorted(attrs, key=lambda a: (sizes[a], a))
+        best: tuple[float, tuple[int, ...]] = (float(self.cells) * max(len(self.sets), 1), ())
+        if self.cells > _SMALL:
+            for j in range(1, len(attrs)):
+                v = tuple(sorted(by_size[:j]))
+                best = min(best, (self._cost(sizes, v), v))
+        self.V = best[1]
+        self.U = tuple(a for a in attrs if a not in self.V)
+        self.axes = self.U + self.V
+        self.u_shape = tuple(sizes[a] for a in self.U)
+        self.v_shape = tuple(sizes[a] for a in self.V)
+        self.nu, self.nv = math.prod(self.u_shape), math.prod(self.v_shape)
+        # One-hot features of the V-parts of the sets crossing the split, one block each.
+        self.groups: dict[_Attrs, tuple[int, int]] = {}
+        blocks = []
+        width = 0
+        if self.V:
+            grid = np.indices(self.v_shape).reshape(len(self.V), -1)
+            for s in self.sets:
+                sv = tuple(a for a in s if a in self.V)
+                if sv and len(sv) < len(s) and sv not in self.groups:
+                    n = _cells(shape, sv)
+                    code = np.ravel_multi_index(tuple(grid[self.V.index(a)] for a in sv),
+                                                tuple(sizes[a] for a in sv))
+                    f = np.zeros((self.nv, n))
+                    f[np.arange(self.nv), code] = 1.0
+                    blocks.append(f)
+                    self.groups[sv] = (width, n)
+                    width += n
+        self.features = np.concatenate(blocks, axis=1) if blocks else np.zeros((self.nv, 0))
+        self.width = width
+        self._right: NDArray[np.float64] | None = None
+        self._cast: NDArray[np.floating[Any]] | None = None
+
+    def _features(self, dtype: np.dtype[np.floating[Any]] | type) -> NDArray[np.floating[Any]]:
+        if self._cast is None or self._cast.dtype != dtype:
+            self._cast = self.features.astype(dtype)
+        return self._cast
+
+    def _cost(self, sizes: dict[int, int], v: _Attrs) -> float:
+        nv = math.prod(sizes[a] for a in v)
+        nu = self.cells // nv
+        inner = sum(math.prod(sizes[a] for a in sv) for sv in
+                    {tuple(a for a in s if a in v) for s in self.sets
+                     if any(a in v for a in s) and not set(s) <= set(v)})
+        crossing = sum(math.prod(sizes[a] for a in s if a in v) for s in self.sets
+                       if any(a in v for a in s) and not set(s) <= set(v))
+        u_only = sum(1 for s in self.sets if not any(a in v for a in s))
+        v_only = sum(1 for s in self.sets if set(s) <= set(v))
+        # In nanoseconds, roughly: a multiply-add of the two matrix products (BLAS) against
+        # an element of numpy's broadcast adds and reductions (about 20 times slower).
+        return 0.25 * self.cells * (inner + 2) + 5.0 * (nu * (crossing + u_only)
+                                                        + nv * v_only)
+
+    def _expand(self, table: _Table, s: _Attrs, axes: _Attrs) -> _Table:
+        """``table`` over ``s`` (sorted) reshaped to broadcast over ``axes`` (s in order)."""
+        out: _Table = table.reshape([table.shape[s.index(a)] if a in s else 1 for a in axes])
+        return out
+
+    def logits(self, tables: Sequence[_Table]) -> _Table:
+        """The (nu, nv) log-table: the sum of ``tables`` (one per set, in order)."""
+        a = np.zeros(self.u_shape)
+        b = np.zeros(self.v_shape)
+        c = np.zeros(self.u_shape + (self.width,))
+        for s, t in zip(self.sets, tables):
+            su = tuple(x for x in s if x in self.U)
+            sv = tuple(x for x in s if x in self.V)
+            if not sv:
+                a += self._expand(t, s, self.U)
+            elif not su:
+                b += self._expand(t, s, self.V)
+            else:
+                lo, n = self.groups[sv]
+                moved = np.transpose(t, [s.index(x) for x in su + sv]).reshape(
+                    [t.shape[s.index(x)] for x in su] + [n])
+                c[..., lo:lo + n] += moved.reshape(
+                    [self.u_shape[i] if x in su else 1 for i, x in enumerate(self.U)] + [n])
+        if not self.V:
+            return a.reshape(self.nu, 1)
+        left = np.concatenate([c.reshape(self.nu, self.width), a.reshape(self.nu, 1),
+                               np.ones((self.nu, 1))], axis=1)
+        if self._right is None:
+            self._right = np.concatenate([self.features, np.ones((self.nv, 1)),
+                                          np.zeros((self.nv, 1))], axis=1)
+        self._right[:, -1] = b.ravel()
+        dtype = np.float32 if self.cells > _SINGLE else np.float64
+        out: _Table = left.astype(dtype) @ self._right.T.astype(dtype)
+        return out
+
+    def margins(self, p: _Table, sets: Sequence[_Attrs] | None = None) -> list[_Table]:
+        """The marginals of the (nu, nv) table ``p`` on ``sets`` (default: the clique's),
+        each with its attributes' axes in sorted order."""
+        want = self.sets if sets is None else sets
+        if not want:
+            return []
+        pg = (p @ self._features(p.dtype)).astype(np.float64).reshape(
+            self.u_shape + (self.width,)) if self.width else None
+        if pg is not None:          # each row's one-hot block sums to the row's sum
+            lo, n = next(iter(self.groups.values()))
+            pu = pg[..., lo:lo + n].sum(axis=-1)
+        else:
+            pu = p.sum(axis=1, dtype=np.float64).reshape(self.u_shape)
+        pv = (np.ones(self.nu, dtype=p.dtype) @ p).astype(np.float64).reshape(
+            self.v_shape) if self.V else None
+        out = []
+        for s in want:
+            su = tuple(x for x in s if x in self.U)
+            sv = tuple(x for x in s if x in self.V)
+            if not sv:
+                t = pu.sum(axis=tuple(i for i, x in enumerate(self.U) if x not in s))
+            elif not su:
+                assert pv is not None
+                t = pv.sum(axis=tuple(i for i, x in enumerate(self.V) if x not in s))
+            elif sv not in self.groups or pg is None:      # a set the split was not made for
+                full = p.reshape(self.u_shape + self.v_shape)
+                t = full.sum(axis=tuple(i for i, x in enumerate(self.axes) if x not in s))
+                order = tuple(x for x in self.axes if x in s)
+                t = np.transpose(t, [order.index(x) for x in s])
+            else:
+                lo, n = self.groups[sv]
+                part = pg[..., lo:lo + n].sum(
+                    axis=tuple(i for i, x in enumerate(self.U) if x not in s))
+                part = part.reshape([self.u_shape[self.U.index(x)] for x in su]
+                                    + [self.v_shape[self.V.index(x)] for x in sv])
+                order = su + sv
+                t = np.transpose(part, [order.index(x) for x in s])
+            out.append(np.ascontiguousarray(t, dtype=np.float64))
+        return out
+
+    def dense(self, p: _Table, attrs: _Attrs) -> _Table:
+        """The (nu, nv) table ``p`` with one axis per attribute of ``attrs`` (the clique's,
+        in that order)."""
+        full = p.reshape(self.u_shape + self.v_shape)
+        out: _Table = np.transpose(full, [self.axes.index(a) for a in attrs])
+        return out
+
+
+def _log_margins(clique: _Clique, logits: _Table,
+                 sets: Sequence[_Attrs]) -> tuple[list[_Table], float]:
+    """log of the marginals of exp(logits) on ``sets``, and log of its sum."""
+    top = float(np.max(logits))
+    p = np.exp(logits - top)
+    tables = clique.margins(p, sets)
+    total = float(p.sum())
+    with np.errstate(divide="ignore"):
+        return [np.log(t) + top for t in tables], math.log(total) + top
+
+
+class GraphicalModel:
+    """A fitted model: potentials on the measured sets, held by the cliques of a junction
+    tree, scaled to ``total`` records.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        The attributes' sizes.
+    tree : JunctionTree
+    total : float
+        The model's number of records (the measurements' estimate).
+    sets : list of tuple of int
+        The measured sets (sorted), each with its potential in ``potentials``.
+    sigmas : list of float
+        Each measured set's noise standard deviation (inf where unknown).
+    """
+
+    def __init__(self, shape: Sequence[int], sets: Sequence[_Attrs], total: float,
+                 sigmas: Sequence[float] | None = None, tree: JunctionTree | None = None) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.sets = [tuple(sorted(int(a) for a in s)) for s in sets]
+        self.total = float(total)
+        self.sigmas = [math.inf] * len(self.sets) if sigmas is None else \
+            [float(x) for x in sigmas]
+        self.tree = junction_tree(self.shape, self.sets) if tree is None else tree
+        cliques = self.tree.cliques
+        self.home = [next(i for i, c in enumerate(cliques) if set(s) <= set(c))
+                     for s in self.sets]
+        self.parent: dict[int, int] = {c: p for p, c in self.tree.edges}
+        self.children: dict[int, list[int]] = {i: [] for i in range(len(cliques))}
+        for parent, child in self.tree.edges:
+            self.children[parent].append(child)
+        self._clique = []
+        for i, c in enumerate(cliques):
+            own = [s for s, h in zip(self.sets, self.home) if h == i]
+            seps = [self._sep(i, j) for j in self.children[i]]
+            if i in self.parent:
+                seps.append(self._sep(i, self.parent[i]))
+            self._clique.append(_Clique(self.shape, c, own + seps))
+        self.potentials = [np.zeros([self.shape[a] for a in s]) for s in self.sets]
+        self._beliefs: list[_Table] | None = None
+
+    def _sep(self, i: int, j: int) -> _Attrs:
+        return tuple(a for a in self.tree.cliques[i] if a in self.tree.cliques[j])
+
+    def set_potentials(self, potentials: Sequence[_Table]) -> None:
+        self.potentials = list(potentials)
+        self._beliefs = None
+
+    def _tables(self, i: int, up: dict[int, _Table], down: dict[int, _Table]) -> list[_Table]:
+        """The clique's factor tables, in its sets' order: its potentials, its children's
+        messages, its parent's message (zeros until known)."""
+        own = [t for t, h in zip(self.potentials, self.home) if h == i]
+        msgs = [up[j] for j in self.children[i]]
+        if i in self.parent:
+            msgs.append(down.get(i, np.zeros([self.shape[a]
+                                              for a in self._sep(i, self.parent[i])])))
+        return own + msgs
+
+    def beliefs(self) -> list[_Table]:
+        """Each clique's marginal as a (cells of U, cells of V) matrix summing to ``total``:
+        belief propagation in log space, messages up the tree, then down."""
+        if self._beliefs is not None:
+            return self._beliefs
+        n = len(self.tree.cliques)
+        up: dict[int, _Table] = {}
+        down: dict[int, _Table] = {}
+        for parent, child in reversed(self.tree.edges):
+            logits = self._clique[child].logits(self._tables(child, up, down))
+            up[child] = _log_margins(self._clique[child], logits,
+                                     [self._sep(child, parent)])[0][0]
+        out: list[_Table] = [np.zeros(0)] * n
+        for i in [0] + [c for _, c in self.tree.edges]:
+            p = self._clique[i].logits(self._tables(i, up, down))
+            top = float(np.max(p))
+            np.subtract(p, top, out=p)
+            np.exp(p, out=p)
+            seps = [self._sep(i, j) for j in self.children[i]]
+            for j, m in zip(self.children[i], self._clique[i].margins(p, seps)):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    lm = np.log(m) + top
+                    down[j] = np.where(np.isfinite(lm), lm - up[j], -np.inf)
+            p *= self.total / float(p.sum())
+            out[i] = p
+        self._beliefs = out
+        return out
+
+    def measured_marginals(self) -> list[_Table]:
+        """The model's tables on the measured sets (sorted axes), in order."""
+        beliefs = self.beliefs()
+        out: list[_Table] = [np.zeros(0)] * len(self.sets)
+        for i, clique in enumerate(self._clique):
+            idx = [k for k, h in enumerate(self.home) if h == i]
+            for k, t in zip(idx, clique.margins(beliefs[i], [self.sets[k] for k in idx])):
+                out[k] = t
+        return out
+
+    def clique_table(self, i: int) -> _Table:
+        """Clique ``i``'s belief with one axis per attribute of the clique, sorted."""
+        return self._clique[i].dense(self.beliefs()[i], self.tree.cliques[i])
+
+    def marginal(self, attrs: Sequence[int]) -> _Table:
+        """The model's table over ``attrs`` (one axis each, in the order given): from one
+        clique's belief when they lie in one, otherwise by eliminating the other attributes
+        along the smallest subtree of cliques that holds them all."""
+        want = tuple(int(a) for a in attrs)
+        if len(set(want)) != len(want) or any(not 0 <= a < len(self.shape) for a in want):
+            raise ValueError(f"The attributes of a marginal must be distinct, each in 0.."
+                             f"{len(self.shape) - 1}; got {len(want)} attributes.")
+        keep = tuple(sorted(want))
+        for i, c in enumerate(self.tree.cliques):
+            if set(keep) <= set(c):
+                t = self._clique[i].margins(self.beliefs()[i], [keep])[0]
+                out: _Table = np.transpose(t, [keep.index(a) for a in want])
+                return out
+        t = self._eliminate(keep)
+        out = np.transpose(t, [keep.index(a) for a in want])
+        return out
+
+    def _subtree(self, keep: _Attrs) -> list[int]:
+        """The cliques of the smallest subtree holding every attribute of ``keep``, listed
+        from its top down."""
+        cliques = self.tree.cliques
+        need = {next(i for i, c in enumerate(cliques) if a in c) for a in keep}
+        depth = {0: 0}
+        for p, c in self.tree.edges:
+            depth[c] = depth[p] + 1
+        nodes = set(need)
+        frontier = set(need)
+        # Climb from the deepest toward the top until one node remains on the frontier.
+        while len(frontier) > 1:
+            deepest = max(frontier, key=lambda i: (depth[i], i))
+            frontier.remove(deepest)
+            up = self.parent[deepest]
+            nodes.add(up)
+            frontier.add(up)
+        order = [0] + [c for _, c in self.tree.edges]
+        return [i for i in order if i in nodes]
+
+    def _eliminate(self, keep: _Attrs) -> _Table:
+        """The table over ``keep`` (sorted) of the product of the subtree's beliefs divided
+        by its separators', each clique's other attributes summed out as soon as its own
+        subtree is done (children before parents)."""
+        nodes = self._subtree(keep)
+        inside = set(nodes)
+        done: dict[int, tuple[_Attrs, _Table]] = {}
+        for i in reversed(nodes):
+            c = self.tree.cliques[i]
+            attrs: _Attrs = c
+            table = self.clique_table(i) / self.total
+            for j in self.children[i]:
+                if j in inside:
+                    attrs, table = _multiply(attrs, table, *done.pop(j), self.shape)
+            if i != nodes[0]:
+                sep = self._sep(i, self.parent[i])
+                sep_table = self._clique[i].margins(self.beliefs()[i], [sep])[0] / self.total
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    inv = np.where(sep_table > 0, 1.0 / sep_table, 0.0)
+                attrs, table = _multiply(attrs, table, sep, inv, self.shape)
+                kept = tuple(a for a in attrs if a in keep or a in sep)
+            else:
+                kept = keep
+            table = table.sum(axis=tuple(k for k, a in enumerate(attrs) if a not in kept))
+            attrs = tuple(a for a in attrs if a in kept)
+            done[i] = (attrs, table)
+        attrs, table = done[nodes[0]]
+        assert attrs == keep
+        result: _Table = table * self.total
+        return result
+
+    def synthetic(self, records: int, generator: np.random.Generator) -> NDArray[np.int64]:
+        """``records`` rows of attribute codes (int64, one column per attribute) drawn from
+        the model: the root clique's cells by systematic sampling of their expected counts,
+        then, down the tree, each clique's new attributes within each group of rows sharing
+        a separator value, the same way (rows shuffled first: which row of a group gets
+        which value is random)."""
+        n = int(records)
+        out = np.zeros((n, len(self.shape)), dtype=np.int64)
+        cliques = self.tree.cliques
+        root = cliques[0]
+        counts = _systematic(self.clique_table(0).reshape(1, -1) / self.total * n,
+                             np.array([n]), generator)[0]
+        cells = np.repeat(np.arange(counts.size), counts)
+        generator.shuffle(cells)
+        for a, col in zip(root, np.unravel_index(cells, [self.shape[a] for a in root])):
+            out[:, a] = col
+        for p, c in self.tree.edges:
+            sep = self._sep(c, p)
+            new = tuple(a for a in cliques[c] if a not in sep)
+            if not new:
+                continue
+            table = self.clique_table(c)          # axes: the clique's (sorted)
+            moved = np.transpose(table, [cliques[c].index(a) for a in sep + new])
+            s_cells = _cells(self.shape, sep)
+            cond = moved.reshape(s_cells, -1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cond = np.where(cond.sum(1, keepdims=True) > 0,
+                                cond / cond.sum(1, keepdims=True), 1.0 / cond.shape[1])
+            code = np.ravel_multi_index(tuple(out[:, a] for a in sep),
+                                        [self.shape[a] for a in sep]) if sep else \
+                np.zeros(n, dtype=np.int64)
+            sizes = np.bincount(code, minlength=s_cells)
+            got = _systematic(cond * sizes[:, None], sizes, generator)
+            order = np.argsort(code, kind="stable")
+            values = np.repeat(np.tile(np.arange(cond.shape[1]), s_cells), got.ravel())
+            cols = np.unravel_index(values, [self.shape[a] for a in new])
+            for a, col in zip(new, cols):
+                out[order, a] = col
+            perm = generator.permutation(n)
+            out = out[perm]
+        return out
+
+    def expected_error(self, attrs: Sequence[int]) -> float | None:
+        """The expected l1 error of the table over ``attrs`` where the model is exact on the
+        measurements: that of the inverse-variance average of the measurements holding
+        ``attrs`` (each summed to it: variance sigma^2 times the cells summed), sqrt(2/pi)
+        standard deviations per cell (Gaussian noise). None where no measurement holds
+        them: no bound is stated."""
+        want = set(int(a) for a in attrs)
+        precision = 0.0
+        for s, sigma in zip(self.sets, self.sigmas):
+            if want <= set(s):
+                precision += 1.0 / (sigma ** 2 * _cells(self.shape, set(s) - want))
+        if precision == 0.0:
+            return None
+        return math.sqrt(2.0 / math.pi) * math.sqrt(1.0 / precision) * _cells(self.shape,
+                                                                                want)
+
+
+def _multiply(a_attrs: _Attrs, a: _Table, b_attrs: _Attrs, b: _Table,
+              shape: Sequence[int]) -> tuple[_Attrs, _Table]:
+    """The product of two tables over their attributes' union (sorted), by broadcasting."""
+    union = tuple(sorted(set(a_attrs) | set(b_attrs)))
+    cells = _cells(shape, union)
+    if cells > MAX_CLIQUE_CELLS:
+        raise ValueError(f"The marginal needs a table of {cells:,} cells (attributes "
+                         f"{union}), more than {MAX_CLIQUE_CELLS:,}.")
+
+    def lift(attrs: _Attrs, t: _Table) -> _Table:
+        moved = np.transpose(t, [attrs.index(x) for x in union if x in attrs])
+        out: _Table = moved.reshape([shape[x] if x in attrs else 1 for x in union])
+        return out
+    return union, lift(a_attrs, a) * lift(b_attrs, b)
+
+
+def _systematic(expected: _Table, sizes: NDArray[np.int64],
+                generator: np.random.Generator) -> NDArray[np.int64]:
+    """Integer counts per row of ``expected`` (rows summing to ``sizes``): systematic
+    sampling with one uniform offset per row, so each count is its expected count rounded
+    down or up and each row sums to its size exactly."""
+    cum = np.cumsum(expected, axis=1)
+    total = cum[:, -1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cum = np.where(total > 0, cum * (sizes[:, None] / total), 0.0)
+    cum[:, -1] = sizes
+    u = np.asarray(generator.random(expected.shape[0]))[:, None]
+    edges = np.floor(cum + u)
+    first = np.floor(u)
+    out: NDArray[np.int64] = np.diff(np.concatenate([first, edges], axis=1),
+                                     axis=1).astype(np.int64)
+    return out
+
+
+def _total(measurements: Sequence[Measurement]) -> float:
+    """The measurements' estimate of the number of records: each table's sum, weighted by
+    the inverse of its variance (cells x sigma^2; exact tables weighted alike)."""
+    w = np.array([1.0 / (m.values.size * max(m.sigma, 1.0) ** 2) for m in measurements])
+    s = np.array([float(np.sum(m.values)) for m in measurements])
+    return max(float(np.sum(w * s) / np.sum(w)), 1.0)
+
+
+def _sorted(m: Measurement) -> Measurement:
+    order = np.argsort(m.clique)
+    return Measurement(tuple(int(m.clique[i]) for i in order),
+                       np.transpose(np.asarray(m.values, dtype=np.float64), order),
+                       float(m.sigma))
+
+
+def estimate(measurements: Sequence[Measurement], shape: Sequence[int], *,
+             iterations: int = 250, tol: float = 1e-9,
+             warm: GraphicalModel | None = None) -> GraphicalModel:
+    """The model fitted to ``measurements`` over attributes of sizes ``shape``: accelerated
+    entropic mirror descent on the potentials of the measured sets (see the module), from
+    the uniform model or from ``warm``'s potentials on the sets they share, stopped after
+    ``iterations`` steps or when five steps in a row decrease the loss by less than ``tol``
+    (relative). Measurements of the same set are combined first (inverse-variance
+    average: the same loss up to a constant)."""
+    combined: dict[_Attrs, tuple[_Table, float]] = {}
+    for m in map(_sorted, measurements):
+        if m.clique in combined:
+            v, s = combined[m.clique]
+            w1, w2 = 1.0 / s ** 2, 1.0 / m.sigma ** 2
+            combined[m.clique] = ((w1 * v + w2 * m.values) / (w1 + w2),
+                                  1.0 / math.sqrt(w1 + w2))
+        else:
+            combined[m.clique] = (m.values, m.sigma)
+    ms = [Measurement(c, v, s) for c, (v, s) in combined.items()]
+    exact = [m.sigma == 0 for m in ms]
+    if any(exact):
+        if not all(exact):
+            raise ValueError("The measurements of estimate must all be exact (sigma 0) or all "
+                             f"noisy (sigma > 0); got {sum(exact)} exact of {len(ms)}.")
+        return _fit_exact(ms, shape, iterations, tol)
+    model = GraphicalModel(shape, [m.clique for m in ms], _total(ms), [m.sigma for m in ms])
+    if warm is not None:
+        old = dict(zip(warm.sets, warm.potentials))
+        model.set_potentials([old.get(s, np.zeros_like(t)).copy()
+                              for s, t in zip(model.sets, model.potentials)])
+    scale = min(m.sigma ** 2 for m in ms) / model.total
+    weights = [scale / m.sigma ** 2 for m in ms]
+
+    def at(theta: list[_Table]) -> tuple[float, list[_Table]]:
+        model.set_potentials(theta)
+        loss, grad = 0.0, []
+        for m, w, mu in zip(ms, weights, model.measured_marginals()):
+            r = mu - m.values
+            loss += 0.5 * float(np.sum(r * r)) / m.sigma ** 2
+            grad.append(r * w)
+        return loss, grad
+
+    theta = _accelerated(at, model.potentials, iterations, tol)
+    model.set_potentials(theta)
+    return model
+
+
+def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
+                 theta: list[_Table], steps: int, tol: float) -> list[_Table]:
+    """Accelerated descent from ``theta`` along ``at``'s gradient, one evaluation a step:
+    the step is taken from the extrapolated point ``y``; when the loss at ``y`` rises
+    above the last one the momentum restarts from the best point with half the step
+    (restart on the function value, O'Donoghue & Candes 2015), otherwise the step grows by
+    a tenth. Stopped after ``steps`` steps or when five steps in a row gain less than
+    ``tol`` (relative). Returns the best potentials found."""
+    best, (best_loss, best_grad) = theta, at(theta)
+    y, ly, gy = theta, best_loss, best_grad
+    eta, k, stalled, last = 1.0, 0, 0, best_loss
+    x_prev = theta
+    for _ in range(steps):
+        x = [a - eta * b for a, b in zip(y, gy)]
+        k += 1
+        beta = (k - 1) / (k + 2.0)
+        y_new = [a + beta * (a - b) for a, b in zip(x, x_prev)]
+        ln, gn = at(y_new)
+        if ln > last:
+            # Restart: back to the best point, half the step, no momentum.
+            eta *= 0.5
+            k = 0
+            y, ly, gy, x_prev = best, best_loss, best_grad, best
+            last = best_loss
+            stalled += 1
+            if eta < 1e-12 or stalled >= 25:
+                break
+            continue
+        stalled = stalled + 1 if best_loss - ln <= tol * best_loss else 0
+        if ln < best_loss:
+            best, best_loss, best_grad = y_new, ln, gn
+        if stalled >= 5:
+            break
+        x_prev, y, ly, gy, last = x, y_new, ln, gn, ln
+        eta *= 1.1
+    return best
+
+
+#: The potential of a cell an exact table makes impossible (finite, so that the matrix
+#: products of a split clique never multiply an infinity by a zero feature).
+_IMPOSSIBLE = -1e30
+
+
+def _fit_exact(ms: Sequence[Measurement], shape: Sequence[int], sweeps: int,
+               tol: float) -> GraphicalModel:
+    """The maximum-entropy model whose marginals on the measured sets are the exact tables
+    ``ms`` (consistent and non-negative: the measurements at epsilon = infinity):
+    iterative proportional fitting from the uniform model, each table's log-ratio to the
+    model's marginal added to its potential in turn (zero cells made impossible), stopped
+    when a sweep leaves every cell within ``tol`` (relative to the total) of its target, or
+    after ``sweeps`` sweeps. Linear convergence: exact tables of Adult are matched to 1e-9
+    of the total in tens of sweeps."""
+    for m in ms:
+        if not np.isfinite(m.values).all() or (m.values < 0).any():
+            raise ValueError("The exact tables of estimate (sigma 0) must be finite and "
+                             "non-negative.")
+    model = GraphicalModel(shape, [m.clique for m in ms], _total(ms), [0.0] * len(ms))
+    theta = [t.copy() for t in model.potentials]
+    for _ in range(max(sweeps, 1)):
+        for k, m in enumerate(ms):
+            model.set_potentials(theta)
+            mu = model.measured_marginals()[k]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(m.values > 0, np.log(m.values) - np.log(mu), 0.0)
+            theta[k] = np.where(m.values > 0, theta[k] + np.nan_to_num(ratio), _IMPOSSIBLE)
+        model.set_potentials(theta)
+        worst = max(float(np.max(np.abs(mu - m.values)))
+                    for mu, m in zip(model.measured_marginals(), ms))
+        if worst <= tol * model.total:
+            break
+    return model
