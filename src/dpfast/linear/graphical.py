@@ -572,6 +572,33 @@ def _total(measurements: Sequence[Measurement]) -> float:
     return max(float(np.sum(w * s) / np.sum(w)), 1.0)
 
 
+def _checked(measurements: Sequence[Measurement], shape: Sequence[int]) -> list[Measurement]:
+    """The measurements, each checked against the attributes' sizes ``shape`` (ValueError
+    naming the measurement by position; no value is shown)."""
+    d = len(shape)
+    out = list(measurements)
+    if not out:
+        raise ValueError("estimate needs at least one measurement; got none.")
+    for i, m in enumerate(out):
+        c = tuple(int(a) for a in m.clique)
+        values = np.asarray(m.values)
+        if len(set(c)) != len(c) or not c or any(not 0 <= a < d for a in c):
+            raise ValueError(f"Measurement {i} of estimate must name distinct attributes in "
+                             f"0..{d - 1}; got {len(c)} attribute(s) outside or repeated.")
+        if values.shape != tuple(shape[a] for a in c):
+            raise ValueError(f"Measurement {i} of estimate must be a table of shape "
+                             f"{tuple(shape[a] for a in c)} (its attributes' sizes); got "
+                             f"shape {values.shape}.")
+        if values.dtype.kind not in "iuf" or not np.isfinite(values).all():
+            raise ValueError(f"Measurement {i} of estimate must hold finite real numbers.")
+        sigma = m.sigma
+        if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or \
+                not math.isfinite(sigma) or sigma < 0:
+            raise ValueError(f"Measurement {i} of estimate must have a finite sigma >= 0 "
+                             "(0: an exact table).")
+    return out
+
+
 def _sorted(m: Measurement) -> Measurement:
     order = np.argsort(m.clique)
     return Measurement(tuple(int(m.clique[i]) for i in order),
@@ -589,8 +616,11 @@ def estimate(measurements: Sequence[Measurement], shape: Sequence[int], *,
     (relative). Measurements of the same set are combined first (inverse-variance
     average: the same loss up to a constant)."""
     combined: dict[_Attrs, tuple[_Table, float]] = {}
-    for m in map(_sorted, measurements):
-        if m.clique in combined:
+    for m in map(_sorted, _checked(measurements, shape)):
+        if m.clique in combined and 0.0 in (m.sigma, combined[m.clique][1]):
+            if m.sigma == 0.0:
+                combined[m.clique] = (m.values, 0.0)          # the exact table stands
+        elif m.clique in combined:
             v, s = combined[m.clique]
             w1, w2 = 1.0 / s ** 2, 1.0 / m.sigma ** 2
             combined[m.clique] = ((w1 * v + w2 * m.values) / (w1 + w2),

@@ -1,0 +1,242 @@
+"""dpfast.linear.graphical and dp.marginals(method="model"): the junction tree, belief
+propagation against the brute-force joint (small and split cliques), any marginal across
+cliques, exact tables reproduced exactly (epsilon = infinity), the noisy fit, synthetic
+records, and the release's charge, refusals and labels."""
+import itertools
+
+import numpy as np
+import pytest
+
+import dpfast as dp
+from dpfast.linear import graphical as G
+
+
+def check_tree(shape, cliques, tree):
+    # Every attribute is covered, every measured set lies in a clique, the edges form a
+    # tree listed from the root, and the running-intersection property holds.
+    assert set().union(*map(set, tree.cliques)) == set(range(len(shape)))
+    for c in cliques:
+        assert any(set(c) <= set(t) for t in tree.cliques)
+    assert len(tree.edges) == len(tree.cliques) - 1
+    seen = {0}
+    for p, c in tree.edges:
+        assert p in seen and c not in seen
+        seen.add(c)
+    adj = {i: set() for i in range(len(tree.cliques))}
+    for p, c in tree.edges:
+        adj[p].add(c), adj[c].add(p)
+    for a in range(len(shape)):
+        holding = {i for i, t in enumerate(tree.cliques) if a in t}
+        start = next(iter(holding))
+        reach, todo = {start}, [start]
+        while todo:
+            i = todo.pop()
+            for j in adj[i] & holding - reach:
+                reach.add(j), todo.append(j)
+        assert reach == holding, a
+
+
+@pytest.mark.parametrize("cliques", [
+    [(0, 1), (1, 2), (2, 3)],
+    [(0, 1), (1, 2), (2, 0), (3,)],
+    [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5)],
+    list(itertools.combinations(range(5), 2)),
+])
+def test_junction_tree_is_a_valid_tree(cliques):
+    shape = (2, 3, 4, 2, 3, 2)
+    check_tree(shape, cliques, G.junction_tree(shape, cliques))
+
+
+def test_a_clique_past_the_limit_is_refused_with_its_size():
+    with pytest.raises(ValueError, match="125,000,000,000 cells"):
+        G.junction_tree((5000, 5000, 5000), [(0, 1), (1, 2), (0, 2)])
+
+
+def brute_joint(shape, sets, potentials, total):
+    d = len(shape)
+    logp = np.zeros(shape)
+    for s, t in zip(sets, potentials):
+        logp = logp + t.reshape([shape[i] if i in s else 1 for i in range(d)])
+    joint = np.exp(logp - logp.max())
+    return joint * (total / joint.sum())
+
+
+def marginal_of(joint, attrs):
+    keep = tuple(sorted(attrs))
+    t = joint.sum(axis=tuple(i for i in range(joint.ndim) if i not in keep))
+    return np.transpose(t, [keep.index(a) for a in attrs])
+
+
+@pytest.mark.parametrize("shape, sets", [
+    # Several small cliques (broadcast path), a cycle that fills in.
+    ((2, 3, 4, 2, 3), [(0, 1), (1, 2), (2, 3), (3, 0), (3, 4), (4,)]),
+    # One clique of 8**5 * 4 cells, split into two groups (matrix-product path).
+    ((8, 8, 8, 8, 8, 4), list(itertools.combinations(range(6), 2)) + [(0, 1, 2)]),
+    # A split clique beside small ones.
+    ((8, 8, 8, 8, 9, 3, 2), list(itertools.combinations(range(5), 2)) + [(4, 5), (5, 6)]),
+])
+def test_beliefs_and_marginals_are_the_brute_force_joints(shape, sets):
+    gen = np.random.default_rng(1)
+    model = G.GraphicalModel(shape, sets, 1000.0)
+    model.set_potentials([gen.normal(size=t.shape) for t in model.potentials])
+    joint = brute_joint(shape, model.sets, model.potentials, 1000.0)
+    for i, c in enumerate(model.tree.cliques):
+        np.testing.assert_allclose(model.clique_table(i), marginal_of(joint, c), rtol=1e-4)
+    for s, mu in zip(model.sets, model.measured_marginals()):
+        np.testing.assert_allclose(mu, marginal_of(joint, s), rtol=1e-4)
+    # Any set of attributes, inside one clique or across several, in the order asked.
+    for attrs in [(1,), (2, 0), (0, len(shape) - 1), (len(shape) - 1, 1, 2)]:
+        np.testing.assert_allclose(model.marginal(attrs), marginal_of(joint, attrs),
+                                   rtol=1e-4, atol=1e-9)
+    with pytest.raises(ValueError, match="distinct"):
+        model.marginal((0, 0))
+
+
+def test_exact_tables_are_reproduced_exactly():
+    # epsilon = infinity: exact tables (sigma 0) of a real joint, zeros included, are the
+    # model's marginals to float precision, and the model is the maximum-entropy one (on a
+    # chain, the product formula).
+    gen = np.random.default_rng(3)
+    shape = (3, 4, 2, 3)
+    x = gen.poisson(3.0, shape).astype(float)
+    x[0, 0] = 0.0
+    sets = [(0, 1), (1, 2), (2, 3)]
+    ms = [G.Measurement(c, marginal_of(x, c), 0.0) for c in sets]
+    model = G.estimate(ms, shape, tol=1e-13)
+    for c, m in zip(sets, ms):
+        np.testing.assert_allclose(model.marginal(c), m.values, rtol=0, atol=1e-9 * x.sum())
+    m01, m12, m23 = (m.values for m in ms)
+    m1, m2 = x.sum(axis=(0, 2, 3)), x.sum(axis=(0, 1, 3))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chain = np.nan_to_num(m01[:, :, None, None] * m12[None, :, :, None]
+                              * m23[None, None, :, :] / m1[None, :, None, None]
+                              / m2[None, None, :, None])
+    np.testing.assert_allclose(model.marginal((0, 1, 2, 3)), chain, atol=1e-8 * x.sum())
+    with pytest.raises(ValueError, match="non-negative"):
+        G.estimate([G.Measurement((0,), np.array([1.0, -1.0, 2.0]), 0.0)], (3,))
+    with pytest.raises(ValueError, match="all be exact"):
+        G.estimate([G.Measurement((0,), np.ones(3), 0.0),
+                    G.Measurement((1,), np.ones(2), 1.0)], (3, 2))
+    for bad, match in [(G.Measurement((0, 0), np.ones((3, 3)), 1.0), "distinct"),
+                       (G.Measurement((2,), np.ones(3), 1.0), "distinct"),
+                       (G.Measurement((0,), np.ones(2), 1.0), "shape"),
+                       (G.Measurement((0,), np.array([1.0, np.nan, 1.0]), 1.0), "finite"),
+                       (G.Measurement((0,), np.ones(3), -1.0), "sigma")]:
+        with pytest.raises(ValueError, match=match):
+            G.estimate([bad], (3, 2))
+
+
+def test_the_noisy_fit_descends_to_a_consistent_nonnegative_model():
+    gen = np.random.default_rng(2)
+    shape = (3, 4, 2, 3, 5)
+    x = gen.poisson(20.0, shape).astype(float)
+    sets = list(itertools.combinations(range(5), 2))
+    ms = [G.Measurement(c, marginal_of(x, c) + gen.normal(0, 3.0, marginal_of(x, c).shape),
+                        3.0) for c in sets]
+
+    def loss(model):
+        return sum(((model.marginal(m.clique) - m.values) ** 2).sum() for m in ms) / 18.0
+    first = G.estimate(ms, shape, iterations=1)
+    model = G.estimate(ms, shape, iterations=300)
+    assert loss(model) < 0.05 * loss(first)
+    # Less error than the noisy tables themselves, consistent and non-negative.
+    err = sum(np.abs(model.marginal(c) - marginal_of(x, c)).sum() for c in sets)
+    assert err < sum(np.abs(m.values - marginal_of(x, m.clique)).sum() for m in ms)
+    for a in range(5):
+        ones = [model.marginal(c).sum(axis=1 - c.index(a)) for c in sets if a in c]
+        for t in ones[1:]:
+            np.testing.assert_allclose(t, ones[0], rtol=1e-9)
+    assert all((model.marginal(c) >= 0).all() for c in sets)
+    # Warm start from a fitted model: already at its loss.
+    again = G.estimate(ms, shape, iterations=1, warm=model)
+    assert loss(again) <= loss(model) * 1.001
+    # The stated error: held tables have one, others (a triple) none.
+    assert model.expected_error((0, 1)) > 0 and model.expected_error((0,)) > 0
+    assert model.expected_error((0, 1, 2)) is None
+
+
+def test_synthetic_records_follow_the_model():
+    gen = np.random.default_rng(5)
+    shape = (3, 4, 2, 3, 2)
+    model = G.GraphicalModel(shape, [(0, 1), (1, 2, 3), (3, 4)], 20000.0)
+    model.set_potentials([gen.normal(size=t.shape) for t in model.potentials])
+    rows = model.synthetic(20000, np.random.default_rng(6))
+    assert rows.shape == (20000, 5) and rows.dtype == np.int64
+    counts = np.zeros(shape)
+    np.add.at(counts, tuple(rows.T), 1)
+    # The root clique's cells by systematic sampling: within one record of the model.
+    root = model.tree.cliques[0]
+    assert np.abs(marginal_of(counts, root) - model.marginal(root)).max() <= 1.0 + 1e-9
+    # Every clique and a set across cliques, within sampling error (4 standard deviations
+    # of a multinomial count at most: false alarm below 1e-4 per cell).
+    for attrs in list(model.tree.cliques) + [(0, 4), (0, 2, 4)]:
+        want = model.marginal(attrs)
+        sd = np.sqrt(want * (1 - want / 20000.0)) + 1.0
+        assert (np.abs(marginal_of(counts, attrs) - want) <= 4 * sd).all(), attrs
+
+
+def records(n=3000, seed=0):
+    gen = np.random.default_rng(seed)
+    a = gen.integers(0, 3, n)
+    b = (a + gen.integers(0, 2, n)) % 4
+    c = gen.integers(0, 2, n)
+    d = (b + c) % 3
+    return {"a": a, "b": b, "c": c, "d": d}, {"a": [0, 1, 2], "b": [0, 1, 2, 3],
+                                            "c": [0, 1], "d": [0, 1, 2]}
+
+
+def test_marginals_method_model_charges_once_and_returns_the_models_tables():
+    cols, keys = records()
+    acct = dp.Accountant(rho=1.0)
+    rel = dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method="model",
+                       accountant=acct, rng=1)
+    assert acct.spent.rho == pytest.approx(0.5)
+    assert rel.method == "model" and len(rel) == 6
+    # Consistent (every shared one-way marginal equal) and non-negative.
+    for name in keys:
+        ones = [t.sum(axis=1 - lab.index(name)) for lab, t in rel.tables.items()
+                if name in lab]
+        for t in ones[1:]:
+            np.testing.assert_allclose(t, ones[0], rtol=1e-9)
+    assert all((t >= 0).all() for t in rel.tables.values())
+    np.testing.assert_allclose(rel.tables[("a", "b")], rel.model.marginal((0, 1)))
+    errors = rel.expected_error()
+    assert all(v > 0 for v in errors.values())
+    with pytest.raises(ValueError, match="expected_error"):
+        rel.variance()
+    with pytest.raises(ValueError, match="expected_error"):
+        dp.marginal_variance(keys, k=2, noise="gaussian", rho=0.5, method="model")
+    # Synthetic records labelled as the input, as many as the model's total by default.
+    syn = rel.synthetic(rng=2)
+    assert list(syn) == list(keys) and len(syn["a"]) == round(rel.model.total)
+    assert set(syn["b"]) <= set(keys["b"])
+    assert len(rel.synthetic(10, rng=3)["d"]) == 10
+    with pytest.raises(TypeError, match="records"):
+        rel.synthetic(1.5)
+
+
+def test_marginals_method_model_with_a_dataframe_gives_a_dataframe():
+    pd = pytest.importorskip("pandas")
+    cols, keys = records()
+    keys = {k: [f"v{x}" for x in v] for k, v in keys.items()}
+    frame = pd.DataFrame({k: np.asarray(keys[k], dtype=object)[v] for k, v in cols.items()})
+    rel = dp.marginals(frame, keys=keys, k=2, noise="gaussian", epsilon=1.0, delta=1e-6,
+                       method="model", accountant=dp.Accountant(epsilon=1.0, delta=1e-6),
+                       rng=4)
+    syn = rel.synthetic(rng=5)
+    assert isinstance(syn, pd.DataFrame) and list(syn.columns) == list(keys)
+    assert set(syn["a"]) <= set(keys["a"])
+    with pytest.raises(ValueError, match="method='model'"):
+        dp.marginals(frame, keys=keys, k=2, epsilon=1.0, accountant=dp.Accountant(),
+                     rng=4).synthetic()
+
+
+def test_a_model_past_the_clique_limit_is_refused_before_the_charge():
+    gen = np.random.default_rng(0)
+    keys = {f"x{i}": list(range(30)) for i in range(5)}       # all pairs: 30**5 cells
+    cols = {k: gen.integers(0, 30, 100) for k in keys}
+    acct = dp.Accountant(rho=1.0)
+    with pytest.raises(ValueError, match="24,300,000 cells"):
+        dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method="model",
+                     accountant=acct, rng=0)
+    assert acct.spent.rho == 0.0
