@@ -61,6 +61,7 @@ from ..releases.postprocess import consistent_counts
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 from ..rng import resolve_rng
+from .adaptive import _Measurer, aim, candidates, mst
 from .graphical import GraphicalModel, Measurement, estimate, junction_tree
 from .workloads import Marginals, _domain, marginal_sums
 
@@ -81,7 +82,7 @@ __all__ = ["crosstab", "marginals", "MarginalRelease", "marginal_variance",
            "marginal_error_bound", "METHODS"]
 
 #: The post-processing choices of :func:`marginals` (the first is the default).
-METHODS = ("consistent", "independent", "model")
+METHODS = ("consistent", "independent", "model", "aim", "mst")
 #: Largest number of cells of all tables of one release together.
 MAX_CELLS = 2**34
 #: Largest number of tables of one release.
@@ -883,6 +884,9 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
     else:
         counts = _check_counts(data, func)
         plan, cats = _counts_plan(counts, keys, k, workload, func)
+    if how in ADAPTIVE:
+        return _adaptive(data, records, plan, cats, how, noise, epsilon, delta, rho,
+                         accountant, rng, threads)
     # One measure for all the tables together, over the release's whole sensitivity.
     m = _measure(func, noise, epsilon, delta, rho, len(plan.sets), accountant)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads,
@@ -905,6 +909,48 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
         arrays = [model.marginal(s) for s in plan.sets]
     else:
         arrays = list(noisy) if how == "independent" else list(_consistent(plan, noisy))
+    return MarginalRelease(plan, arrays, how, m, cats, _is_frame(data), model)
+
+
+#: The methods that measure adaptively under one zCDP budget (:mod:`.adaptive`).
+ADAPTIVE = ("aim", "mst")
+
+
+def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[Any]],
+              how: str, noise: object, epsilon: object, delta: object, rho: object,
+              accountant: AccountantLike | None, rng: RngLike,
+              threads: int | None) -> MarginalRelease:
+    """AIM or MST (:mod:`dpfast.linear.adaptive`): Gaussian noise, the whole budget as one
+    rho charged once, then the rounds; the tables asked are the final model's."""
+    func = "marginals"
+    if noise != "gaussian":
+        raise ValueError(f"The 'noise' parameter of {func} must be 'gaussian' for "
+                         f"method={how!r} (its rounds compose in zCDP). Got {noise!r} "
+                         "instead.")
+    m = measure(func, noise, epsilon, delta, rho, l1=1.0, l2=1.0, integer=True,
+                zcdp_accountant=True)
+    assert m.rho is not None
+    d = len(plan.sizes)
+    if how == "aim":
+        sets = list(candidates(plan.sets)) + [(a,) for a in range(d)]
+    else:
+        sets = [(a,) for a in range(d)] + list(itertools.combinations(range(d), 2))
+    sets = sorted(set(sets))
+    counting = _Plan(plan.names, plan.sizes, sets,
+                     [tuple(plan.names[a] for a in s) for s in sets])
+    rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
+    rel.affordable()                       # a budget the accountant cannot hold: refused
+    if records:
+        exact = _count_codes(_record_codes(data, counting, cats, func), counting, rel.threads)
+    else:
+        exact = _sum_tables(_check_counts(data, func), counting)
+    tables = dict(zip(sets, exact))
+    measurer = _Measurer(rel.charge_keys(), rel.threads, m.rho)
+    if how == "aim":
+        model, _ = aim(tables, plan.sizes, plan.sets, measurer)
+    else:
+        model, _ = mst(tables, plan.sizes, measurer)
+    arrays: list[NDArray[Any]] = [model.marginal(s) for s in plan.sets]
     return MarginalRelease(plan, arrays, how, m, cats, _is_frame(data), model)
 
 

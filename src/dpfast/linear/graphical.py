@@ -279,7 +279,7 @@ class _Clique:
                                     + [self.v_shape[self.V.index(x)] for x in sv])
                 order = su + sv
                 t = np.transpose(part, [order.index(x) for x in s])
-            out.append(np.ascontiguousarray(t, dtype=np.float64))
+            out.append(np.array(t, dtype=np.float64, order="C"))   # 0-d stays 0-d
         return out
 
     def dense(self, p: _Table, attrs: _Attrs) -> _Table:

@@ -1,0 +1,185 @@
+"""Adaptive measurement of marginals under one zCDP budget: AIM (McKenna, Mullins, Sheldon &
+Miklau 2022) and MST (McKenna, Miklau & Sheldon 2021), each ending in one graphical model
+(:mod:`dpfast.linear.graphical`) that answers every table.
+
+Privacy. The release is charged its whole budget ``rho`` once, before anything is drawn
+(a (epsilon, delta) budget is spent as the largest rho whose tight conversion fits it), and
+its rounds then spend exactly that ``rho`` in zCDP, each draw under the release's next key:
+
+- a marginal on a set of attributes, a record in one cell: l2 sensitivity 1, measured with
+  discrete Gaussian noise of sigma, costs ``1 / (2 sigma^2)``;
+- a selection by the exponential mechanism at ``epsilon`` over scores of sensitivity
+  ``Delta`` (probabilities proportional to ``exp(epsilon * score / (2 Delta))``) costs
+  ``epsilon^2 / 8`` (bounded range: Cesar & Rogers 2021).
+
+The scores are computed from the exact tables and the current model, which is
+post-processing of earlier measurements: one record moves a table's l1 distance to the
+model by at most 1, so a score ``w * l1`` has sensitivity ``w``.
+
+AIM. The candidates are the workload's sets and all their subsets, each weighted by its
+overlap with the workload (``w_r = sum over workload sets s of |r & s|``). Every one-way
+marginal is measured first; each round then selects the candidate with the largest
+noise-aware score ``w_r (||x_r - mu_r||_1 - sqrt(2/pi) sigma n_r)`` (``mu`` the model's
+table, ``n_r`` its cells: the second term is the l1 error a measurement would bring) among
+those whose model stays within the round's share of the size limit, measures it, and refits
+from the last model. When a round's measurement moved the model less than its own expected
+error, sigma halves and epsilon doubles (the budget is spent on fewer, finer rounds); the
+round whose remaining budget cannot pay two more takes all of it. ``rounds = 16 d`` sets
+the first rounds' share: sigma = sqrt(rounds / (2 * 0.9 * rho)), epsilon = sqrt(8 * 0.1 *
+rho / rounds).
+
+MST. A third of rho measures every one-way marginal; a third selects ``d - 1`` pairs forming
+a maximum spanning tree by repeated exponential mechanisms (Kruskal: only pairs joining two
+components), scored by the l1 distance between each pair's exact table and the product of
+its one-way estimates; a third measures the chosen pairs. The model is a tree: the fastest
+option.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import noise as _noise
+from ..noise import Gaussian
+from .graphical import MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate, model_cells
+
+if TYPE_CHECKING:
+    from .._release import Keys
+
+__all__ = ["aim", "mst", "candidates"]
+
+_Attrs = tuple[int, ...]
+#: AIM's first rounds' share of the budget: ``ROUNDS_PER_ATTRIBUTE * d`` rounds.
+ROUNDS_PER_ATTRIBUTE = 16
+#: Steps of the fit after each round (warm start) and at the end.
+ROUND_STEPS = 40
+FINAL_STEPS = 250
+
+
+class _Measurer:
+    """The rounds' draws under one charged release: the keys, the threads, and the rho
+    spent so far (the sum of the rounds' costs, never past the charged budget)."""
+
+    def __init__(self, keys: Keys, threads: int, rho: float) -> None:
+        self.keys, self.threads, self.rho, self.spent = keys, threads, rho, 0.0
+
+    def _pay(self, cost: float) -> None:
+        # The rounds are planned to spend rho exactly; a float's rounding may pass it by
+        # a few ulps, never more.
+        if self.spent + cost > self.rho * (1 + 1e-9):
+            raise AssertionError("adaptive rounds planned past their budget")
+        self.spent += cost
+
+    def measure(self, exact: NDArray[np.int64], sigma: float) -> NDArray[np.float64]:
+        """The table with discrete Gaussian noise of ``sigma`` (cost 1 / (2 sigma^2))."""
+        self._pay(1.0 / (2.0 * sigma * sigma))
+        flat = np.ascontiguousarray(exact.reshape(-1), dtype=np.int64).copy()
+        Gaussian(sigma, integer=True).fill(self.keys.next(), 1, flat, flat)
+        return flat.reshape(exact.shape).astype(np.float64)
+
+    def select(self, scores: NDArray[np.float64], epsilon: float, sensitivity: float) -> int:
+        """The exponential mechanism at ``epsilon`` (cost epsilon^2 / 8)."""
+        self._pay(epsilon * epsilon / 8.0)
+        u = np.ascontiguousarray(scores, dtype=np.float64)
+        return int(_noise.exponential_mechanism(self.keys.next(), 1, u, float(u.max()),
+                                                epsilon / (2.0 * sensitivity)))
+
+
+def candidates(workload: Sequence[_Attrs]) -> dict[_Attrs, float]:
+    """Every non-empty subset of the workload's sets, with its weight: its overlap with the
+    workload, ``sum over s of |r & s|``."""
+    found = {r for s in workload for k in range(1, len(s) + 1)
+             for r in itertools.combinations(sorted(s), k)}
+    return {r: float(sum(len(set(r) & set(s)) for s in workload)) for r in sorted(found)}
+
+
+def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
+        workload: Sequence[_Attrs], measurer: _Measurer,
+        max_cells: int = MAX_CLIQUE_CELLS) -> tuple[GraphicalModel, list[Measurement]]:
+    """AIM's rounds (see the module) on the exact tables ``exact`` of every candidate;
+    returns the final model and the measurements, in order."""
+    rho = measurer.rho
+    d = len(shape)
+    cands = candidates(workload)
+    sensitivity = max(cands.values())
+    rounds = ROUNDS_PER_ATTRIBUTE * d
+    sigma = math.sqrt(rounds / (2 * 0.9 * rho))
+    epsilon = math.sqrt(8 * 0.1 * rho / rounds)
+    ones = [(a,) for a in range(d)]
+    if measurer.spent + len(ones) / (2 * sigma ** 2) > rho:       # tiny budgets: all on 1-ways
+        sigma = math.sqrt(len(ones) / (2 * rho))
+    ms = [Measurement(r, measurer.measure(exact[r], sigma), sigma) for r in ones]
+    model = estimate(ms, shape, iterations=ROUND_STEPS)
+    names = list(cands)
+    weights = np.array([cands[r] for r in names])
+    cells = np.array([math.prod(shape[a] for a in r) for r in names], dtype=np.float64)
+    while measurer.rho - measurer.spent > 1e-12 * rho:
+        left = measurer.rho - measurer.spent
+        if left < 2 * (1 / (2 * sigma ** 2) + epsilon ** 2 / 8):
+            sigma = math.sqrt(1 / (2 * 0.9 * left))
+            epsilon = math.sqrt(8 * 0.1 * left)
+        used = measurer.spent + 1 / (2 * sigma ** 2) + epsilon ** 2 / 8
+        limit = max_cells * used / rho
+        measured = [m.clique for m in ms]
+        # Candidates whose model stays within the round's share of the size limit (the
+        # current model always does: a one-way set never grows it).
+        ok = np.array([model_cells(shape, measured + [r]) <= limit for r in names])
+        errors = np.array([float(np.abs(exact[r] - model.marginal(r)).sum()) for r in names])
+        scores = weights * (errors - math.sqrt(2 / math.pi) * sigma * cells)
+        pick = names[_select_among(measurer, scores, ok, epsilon, sensitivity)]
+        before = model.marginal(pick)
+        ms.append(Measurement(pick, measurer.measure(exact[pick], sigma), sigma))
+        model = estimate(ms, shape, iterations=ROUND_STEPS, warm=model)
+        moved = float(np.abs(model.marginal(pick) - before).sum())
+        if moved <= math.sqrt(2 / math.pi) * sigma * math.prod(shape[a] for a in pick):
+            sigma /= 2
+            epsilon *= 2
+    model = estimate(ms, shape, iterations=FINAL_STEPS, warm=model)
+    return model, ms
+
+
+def _select_among(measurer: _Measurer, scores: NDArray[np.float64], ok: NDArray[np.bool_],
+                  epsilon: float, sensitivity: float) -> int:
+    """The exponential mechanism over the allowed candidates only, as an index of all."""
+    allowed = np.flatnonzero(ok)
+    return int(allowed[measurer.select(scores[allowed], epsilon, sensitivity)])
+
+
+def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
+        measurer: _Measurer) -> tuple[GraphicalModel, list[Measurement]]:
+    """MST (see the module) on the exact one- and two-way tables ``exact``."""
+    rho = measurer.rho
+    d = len(shape)
+    third = rho / 3
+    sigma1 = math.sqrt(d / (2 * third))
+    ms = [Measurement((a,), measurer.measure(exact[(a,)], sigma1), sigma1) for a in range(d)]
+    if d == 1:
+        return estimate(ms, shape, iterations=FINAL_STEPS), ms
+    epsilon = math.sqrt(8 * third / (d - 1))
+    sigma2 = math.sqrt((d - 1) / (2 * third))
+    p = [np.clip(m.values, 0, None) / max(float(np.clip(m.values, 0, None).sum()), 1.0)
+         for m in ms]
+    total = max(float(np.mean([m.values.sum() for m in ms])), 1.0)
+    pairs = list(itertools.combinations(range(d), 2))
+    score = np.array([float(np.abs(exact[(a, b)] - total * np.outer(p[a], p[b])).sum())
+                      for a, b in pairs])
+    component = list(range(d))
+
+    def find(a: int) -> int:
+        while component[a] != a:
+            a = component[a]
+        return a
+    chosen = []
+    for _ in range(d - 1):
+        ok = np.array([find(a) != find(b) for a, b in pairs])
+        k = _select_among(measurer, score, ok, epsilon, 1.0)
+        a, b = pairs[k]
+        component[find(a)] = find(b)
+        chosen.append(pairs[k])
+    ms += [Measurement(c, measurer.measure(exact[c], sigma2), sigma2) for c in chosen]
+    return estimate(ms, shape, iterations=FINAL_STEPS), ms
