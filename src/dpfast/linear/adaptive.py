@@ -51,7 +51,7 @@ from .graphical import MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate, 
 if TYPE_CHECKING:
     from .._release import Keys
 
-__all__ = ["aim", "mst", "candidates"]
+__all__ = ["aim", "mst", "candidates", "aim_scores"]
 
 _Attrs = tuple[int, ...]
 #: AIM's first rounds' share of the budget: ``ROUNDS_PER_ATTRIBUTE * d`` rounds.
@@ -80,7 +80,8 @@ class _Measurer:
         self._pay(1.0 / (2.0 * sigma * sigma))
         flat = np.ascontiguousarray(exact.reshape(-1), dtype=np.int64).copy()
         Gaussian(sigma, integer=True).fill(self.keys.next(), 1, flat, flat)
-        return flat.reshape(exact.shape).astype(np.float64)
+        out: NDArray[np.float64] = flat.reshape(exact.shape).astype(np.float64)
+        return out
 
     def select(self, scores: NDArray[np.float64], epsilon: float, sensitivity: float) -> int:
         """The exponential mechanism at ``epsilon`` (cost epsilon^2 / 8)."""
@@ -117,7 +118,6 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     model = estimate(ms, shape, iterations=ROUND_STEPS)
     names = list(cands)
     weights = np.array([cands[r] for r in names])
-    cells = np.array([math.prod(shape[a] for a in r) for r in names], dtype=np.float64)
     while measurer.rho - measurer.spent > 1e-12 * rho:
         left = measurer.rho - measurer.spent
         if left < 2 * (1 / (2 * sigma ** 2) + epsilon ** 2 / 8):
@@ -129,8 +129,7 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
         # Candidates whose model stays within the round's share of the size limit (the
         # current model always does: a one-way set never grows it).
         ok = np.array([model_cells(shape, measured + [r]) <= limit for r in names])
-        errors = np.array([float(np.abs(exact[r] - model.marginal(r)).sum()) for r in names])
-        scores = weights * (errors - math.sqrt(2 / math.pi) * sigma * cells)
+        scores = aim_scores(exact, model, names, weights, sigma)
         pick = names[_select_among(measurer, scores, ok, epsilon, sensitivity)]
         before = model.marginal(pick)
         ms.append(Measurement(pick, measurer.measure(exact[pick], sigma), sigma))
@@ -141,6 +140,18 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
             epsilon *= 2
     model = estimate(ms, shape, iterations=FINAL_STEPS, warm=model)
     return model, ms
+
+
+def aim_scores(exact: dict[_Attrs, NDArray[np.int64]], model: GraphicalModel,
+               names: Sequence[_Attrs], weights: NDArray[np.float64],
+               sigma: float) -> NDArray[np.float64]:
+    """AIM's noise-aware scores: ``w_r (||x_r - mu_r||_1 - sqrt(2/pi) sigma n_r)`` for each
+    candidate ``r`` (``mu`` the model's table; the second term is the expected l1 error of
+    measuring ``r`` with noise of ``sigma``)."""
+    errors = np.array([float(np.abs(exact[r] - model.marginal(r)).sum()) for r in names])
+    cells = np.array([math.prod(model.shape[a] for a in r) for r in names], dtype=np.float64)
+    out: NDArray[np.float64] = weights * (errors - math.sqrt(2 / math.pi) * sigma * cells)
+    return out
 
 
 def _select_among(measurer: _Measurer, scores: NDArray[np.float64], ok: NDArray[np.bool_],

@@ -923,13 +923,12 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
     """AIM or MST (:mod:`dpfast.linear.adaptive`): Gaussian noise, the whole budget as one
     rho charged once, then the rounds; the tables asked are the final model's."""
     func = "marginals"
-    if noise != "gaussian":
+    m = measure(func, noise, epsilon, delta, rho, l1=1.0, l2=1.0, integer=True,
+                zcdp_accountant=True)
+    if m.rho is None or not isinstance(m.noise, Gaussian):
         raise ValueError(f"The 'noise' parameter of {func} must be 'gaussian' for "
                          f"method={how!r} (its rounds compose in zCDP). Got {noise!r} "
                          "instead.")
-    m = measure(func, noise, epsilon, delta, rho, l1=1.0, l2=1.0, integer=True,
-                zcdp_accountant=True)
-    assert m.rho is not None
     d = len(plan.sizes)
     if how == "aim":
         sets = list(candidates(plan.sets)) + [(a,) for a in range(d)]

@@ -1,0 +1,133 @@
+"""dp.marginals(method="aim" | "mst"): the selection follows the exponential mechanism on
+AIM's noise-aware score (chi-square, false alarm 1e-4, with power against the score without
+its noise term), the rounds spend exactly the declared budget, and bad input is refused
+before anything is charged or drawn."""
+import math
+
+import numpy as np
+import pytest
+from refusals import GAUSSIAN_BAD_KEYWORDS, spends_nothing
+
+import dpfast as dp
+from dpfast._release import Keys
+from dpfast.linear import adaptive as A
+from dpfast.linear import graphical as G
+
+
+def records(n=4000, seed=0):
+    gen = np.random.default_rng(seed)
+    a = gen.integers(0, 3, n)
+    b = (a + gen.integers(0, 2, n)) % 4
+    c = gen.integers(0, 2, n)
+    d = (b + c) % 3
+    return {"a": a, "b": b, "c": c, "d": d}, {"a": [0, 1, 2], "b": [0, 1, 2, 3],
+                                            "c": [0, 1], "d": [0, 1, 2]}
+
+
+def test_candidates_are_the_downward_closure_weighted_by_overlap():
+    cands = A.candidates([(0, 1), (1, 2)])
+    assert cands == {(0,): 1.0, (0, 1): 3.0, (1,): 2.0, (1, 2): 3.0, (2,): 1.0}
+
+
+@pytest.mark.parametrize("method", ["aim", "mst"])
+@pytest.mark.parametrize("budget", [{"rho": 0.05}, {"epsilon": 1.0, "delta": 1e-6}])
+def test_the_rounds_spend_exactly_the_declared_budget(method, budget):
+    cols, keys = records()
+    acct = dp.Accountant(**budget)
+    rel = dp.marginals(cols, keys=keys, k=2, noise="gaussian", method=method, accountant=acct,
+                       rng=1, **budget)
+    # The accountant is charged the budget once; the rounds' own sum is that rho.
+    assert len(acct) == 1
+    if "rho" in budget:
+        assert acct.spent.rho == pytest.approx(budget["rho"])
+    else:
+        assert tuple(acct.spent)[:2] == (budget["epsilon"], budget["delta"])
+    assert rel.method == method and len(rel) == 6
+    assert all((t >= 0).all() for t in rel.tables.values())
+
+
+def test_the_rounds_sum_to_rho():
+    cols, keys = records()
+    x = {}
+    codes = [np.asarray(cols[k]) for k in keys]
+    shape = tuple(len(v) for v in keys.values())
+    full = np.zeros(shape, dtype=np.int64)
+    np.add.at(full, tuple(codes), 1)
+    sets = sorted(A.candidates([(0, 1), (1, 2), (2, 3), (0, 3)]))
+    for s in sets:
+        x[s] = full.sum(axis=tuple(i for i in range(4) if i not in s))
+    for run in (A.aim, A.mst):
+        m = A._Measurer(Keys(dp.ChaCha20(5)), 1, 0.3)
+        if run is A.aim:
+            run(x, shape, [(0, 1), (1, 2), (2, 3), (0, 3)], m)
+        else:
+            pairs = {(i, j): full.sum(axis=tuple(k for k in range(4) if k not in (i, j)))
+                     for i in range(4) for j in range(i + 1, 4)}
+            run({**x, **pairs}, shape, m)
+        assert m.spent == pytest.approx(0.3, rel=1e-9) and m.spent <= 0.3 * (1 + 1e-9)
+
+
+def test_aims_selection_follows_the_exponential_mechanism_on_its_noise_aware_score():
+    from scipy import stats
+    cols, keys = records(n=3000)
+    shape = (3, 4, 2, 3)
+    full = np.zeros(shape, dtype=np.int64)
+    np.add.at(full, tuple(np.asarray(cols[k]) for k in keys), 1)
+    workload = [(0, 1), (1, 2), (2, 3), (1, 3)]
+    cands = A.candidates(workload)
+    names = list(cands)
+    exact = {r: full.sum(axis=tuple(i for i in range(4) if i not in r)) for r in names}
+    # The model of the first round: exact one-way tables (the score's model is public).
+    model = G.estimate([G.Measurement((a,), exact[(a,)].astype(float), 0.0)
+                        for a in range(4)], shape)
+    weights = np.array([cands[r] for r in names])
+    sigma, epsilon = 300.0, 0.002
+    u = A.aim_scores(exact, model, names, weights, sigma)
+    # The score, computed here from its definition.
+    plain = np.array([w * np.abs(exact[r] - model.marginal(r)).sum()
+                      for r, w in zip(names, weights)])
+    cells = np.array([math.prod(shape[a] for a in r) for r in names])
+    np.testing.assert_allclose(u, plain - weights * math.sqrt(2 / math.pi) * sigma * cells)
+    delta = weights.max()
+    measurer = A._Measurer(Keys(dp.ChaCha20(7)), 1, 1e9)
+    draws = 3000
+    got = np.bincount([A._select_among(measurer, u, np.ones(len(u), bool), epsilon, delta)
+                       for _ in range(draws)], minlength=len(u))
+
+    def pvalue(score):
+        p = np.exp(epsilon / (2 * delta) * (score - score.max()))
+        p /= p.sum()
+        keep = p * draws >= 5
+        assert keep.sum() >= 3
+        observed = np.append(got[keep], got[~keep].sum())
+        expected = np.append(p[keep], p[~keep].sum()) * draws
+        if expected[-1] == 0:
+            observed, expected = observed[:-1], expected[:-1]
+        return stats.chisquare(observed, expected).pvalue
+
+    assert pvalue(u) > 1e-4
+    assert pvalue(plain) < 1e-4          # power: the score without its noise term
+    # Candidates outside the size limit are never chosen.
+    ok = np.array([len(r) == 1 for r in names])
+    picks = {A._select_among(measurer, u, ok, epsilon, delta) for _ in range(200)}
+    assert all(len(names[i]) == 1 for i in picks)
+
+
+@pytest.mark.parametrize("method", ["aim", "mst"])
+def test_bad_input_is_refused_before_anything_is_charged(method):
+    cols, keys = records(n=200)
+    for kw, exc in GAUSSIAN_BAD_KEYWORDS + [({"noise": "laplace", "epsilon": 1.0},
+                                             ValueError)]:
+        acct, gen = dp.Accountant(epsilon=10, delta=1e-3), dp.ChaCha20(1)
+        with spends_nothing(acct, gen), pytest.raises(exc):
+            dp.marginals(cols, keys=keys, k=2, method=method, accountant=acct, rng=gen, **kw)
+    # A rho the (epsilon, delta) accountant cannot hold; a budget past what is left; a
+    # domain that does not match the data (a value outside its column's categories).
+    acct, gen = dp.Accountant(epsilon=1.0, delta=1e-6, composition="basic"), dp.ChaCha20(1)
+    bad = dict(cols, a=np.where(np.arange(200) == 7, 9, cols["a"]))
+    for data, kw, exc in [(cols, {"rho": 0.1}, ValueError),
+                          (cols, {"epsilon": 2.0, "delta": 1e-6}, dp.BudgetExceededError),
+                          (bad, {"epsilon": 0.5, "delta": 1e-6}, ValueError)]:
+        with spends_nothing(acct, gen), pytest.raises(exc):
+            dp.marginals(data, keys=keys, k=2, noise="gaussian", method=method,
+                         accountant=acct, rng=gen, **kw)
