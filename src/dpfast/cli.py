@@ -1392,7 +1392,7 @@ def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int,
 def _bench_linear(args: argparse.Namespace, out: TextIO, json_out: "OutputFile | None") -> int:
     from .benchmarks import linear
 
-    report = linear.run(quick=args.quick, libraries=not args.no_libraries)
+    report = linear.run(quick=args.quick, libraries=not args.no_libraries, peer=args.mbi)
     return _print_report(report, linear.to_markdown(report), args, out, json_out)
 
 
@@ -1745,7 +1745,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--linear", action="store_true",
                        help="instead, error and time of linear-query releases (all ranges: "
                             "tree vs independent Laplace vs OpenDP; a census hierarchy; "
-                            "marginals of the Adult data) at the same epsilon")
+                            "marginals of the Adult data, graphical models and AIM/MST "
+                            "among them) at the same epsilon")
+    bench.add_argument("--mbi", metavar="DIR", default=None,
+                       help="with --linear: a directory holding private-pgm (mbi) and jax, "
+                            "installed apart (pip install --target DIR mbi): its AIM and "
+                            "MST run beside dpfast's graphical models, each in a child "
+                            "process with a timeout")
     bench.add_argument("--interactive", action="store_true",
                        help="instead, the sparse vector technique over 10^7 streamed queries "
                             "(vs numpy), the auditor's samples per second and private "

@@ -17,6 +17,8 @@ Every case uses the same data and epsilon for all methods.
 """
 from __future__ import annotations
 
+import itertools
+import math
 import multiprocessing
 import queue
 import statistics
@@ -338,15 +340,97 @@ def marginal_tables(k: int = 2, epsilon: float = 1.0, seeds: int = 5, rounds: in
     return rows
 
 
-def run(quick: bool = False, libraries: bool = True) -> dict[str, Any]:
+#: The graphical-model releases of :func:`graphical_tables`: (label, workload k, method).
+GRAPHICAL = (("dp.marginals(method='model'), every 2-way table measured", 2, "model"),
+             ("dp.marginals(method='aim'), 2-way workload", 2, "aim"),
+             ("dp.marginals(method='aim'), 3-way workload", 3, "aim"),
+             ("dp.marginals(method='mst')", 2, "mst"))
+
+
+def graphical_tables(epsilons: tuple[float, ...] = (0.3, 1.0, 3.0), seeds: int = 3,
+                     delta: float = 1e-9, peer: str | None = None, peer_seeds: int = 1,
+                     peer_timeout: float = 1800.0) -> list[dict[str, Any]]:
+    """Graphical-model releases of the Adult table (8 columns) with Gaussian noise at
+    (epsilon, ``delta``): the mean over all 2-way and over all 3-way tables of the model's
+    l1 error divided by the number of records (mean over ``seeds`` releases), and median
+    seconds per release; with ``peer`` (a directory holding private-pgm, see
+    :mod:`dpfast.benchmarks.pgm_peer`), its AIM and MST in a child process each, at the same
+    budget, beside them."""
+    cols, keys = adult_table()
+    counts = _full_counts(cols, keys)
+    n = float(counts.sum())
+    d = counts.ndim
+    sets = {k: list(itertools.combinations(range(d), k)) for k in (2, 3)}
+    truth = {k: [counts.sum(axis=tuple(i for i in range(d) if i not in s)) for s in sets[k]]
+             for k in (2, 3)}
+
+    def l1(model: Any, k: int) -> float:
+        return float(np.mean([np.abs(model.marginal(s) - t).sum() / n
+                              for s, t in zip(sets[k], truth[k])]))
+    rows = []
+    for eps in epsilons:
+        for label, k, method in GRAPHICAL:
+            errs: dict[int, list[float]] = {2: [], 3: []}
+            sec = []
+            for seed in range(seeds):
+                acct = dp.Accountant(epsilon=eps, delta=delta)
+                t0 = time.perf_counter()
+                rel = dp.marginals(cols, keys=keys, k=k, noise="gaussian", epsilon=eps,
+                                   delta=delta, method=method, rng=seed, accountant=acct)
+                sec.append(time.perf_counter() - t0)
+                for j in (2, 3):
+                    errs[j].append(l1(rel.model, j))
+            rows.append({"case": "Adult graphical", "epsilon": eps, "delta": delta,
+                         "method": label, "runs": seeds,
+                         "l1_2way": statistics.mean(errs[2]),
+                         "l1_2way_sd": statistics.pstdev(errs[2]),
+                         "l1_3way": statistics.mean(errs[3]),
+                         "seconds": statistics.median(sec),
+                         "model_cells": sum(math.prod(rel.model.shape[a] for a in c)
+                                            for c in rel.model.tree.cliques)})
+        if peer is not None and _peer_available(peer):
+            from . import pgm_peer
+            for method in ("aim", "mst"):
+                got = [pgm_peer.run(method, eps, delta, seed, 2, peer, peer_timeout)
+                       for seed in range(peer_seeds)]
+                done = [g for g in got if g["outcome"] == "ok"]
+                rows.append({"case": "Adult graphical", "epsilon": eps, "delta": delta,
+                             "method": f"private-pgm {method.upper()} (mbi "
+                                       f"{got[0].get('version') or '?'}), 2-way workload",
+                             "runs": len(done),
+                             "l1_2way": statistics.mean(g["l1_2way"] for g in done)
+                             if done else None,
+                             "l1_2way_sd": statistics.pstdev(g["l1_2way"] for g in done)
+                             if done else None,
+                             "l1_3way": statistics.mean(g["l1_3way"] for g in done)
+                             if done else None,
+                             "seconds": statistics.median(g["seconds"] for g in got),
+                             "outcome": ", ".join(sorted({g["outcome"] for g in got})),
+                             "timeout": peer_timeout})
+    return rows
+
+
+def _peer_available(peer: str) -> bool:
+    try:
+        from . import pgm_peer
+    except ImportError:
+        return False
+    return pgm_peer.available(peer)
+
+
+def run(quick: bool = False, libraries: bool = True,
+        peer: str | None = None) -> dict[str, Any]:
     """Every linear-query benchmark (small sizes, and no MWEM or peer synthesizers, with
-    quick)."""
+    quick); ``peer``: private-pgm's directory for the graphical-model table."""
     sizes = (2**8, 2**10) if quick else (2**10, 2**16, 2**20)
     runs = {2**8: 5, 2**10: 5} if quick else {2**10: 200, 2**16: 10, 2**20: 3}
     marg = marginal_tables(2, seeds=2 if quick else 10, rounds=20, mwem=not quick,
                            peers=libraries and not quick, mwem_seeds=2)
     marg += marginal_tables(3, seeds=2 if quick else 5, mwem=False)
+    graphical = graphical_tables((1.0,) if quick else (0.3, 1.0, 3.0), 1 if quick else 3,
+                                 peer=peer if libraries and not quick else None)
     return {"ranges": ranges(sizes, runs=runs, libraries=libraries), "marginals": marg,
+            "graphical": graphical,
             "tree": tree_speed(2**16 if quick else 2**24, 2 if quick else 5),
             "hierarchy": hierarchy_speed(10**5 if quick else 10**7, 2 if quick else 3)}
 
@@ -393,7 +477,32 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {r['tables']} {r['k']}-way | {name} | {r['runs']} | "
                      f"{error} | {r['seconds']:.3f} |")
     lines += _mwem_against_peers(report["marginals"])
+    lines += _graphical_markdown(report.get("graphical", []))
     return "\n".join(lines)
+
+
+def _graphical_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", "Graphical models of the Adult data (the same 8 columns), Gaussian noise at "
+             f"(epsilon, delta = {rows[0]['delta']:g}): mean over all 2-way and over all "
+             "3-way tables of the model's l1 error divided by the number of records (mean "
+             "over releases, +- the 2-way errors' standard deviation), median seconds per "
+             "release, and the model's cells (its junction tree's cliques):", "",
+             "| epsilon | method | releases | all 2-way | all 3-way | seconds | model cells |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if r["l1_2way"] is None:
+            two = three = r.get("outcome", "failed")
+            if "timeout" in two:
+                two = three = f"did not finish in {r['timeout']:.0f} s"
+        else:
+            two = f"{r['l1_2way']:.4f} +- {r['l1_2way_sd']:.4f}"
+            three = f"{r['l1_3way']:.4f}"
+        cells = f"{r['model_cells']:,}" if r.get("model_cells") else ""
+        lines.append(f"| {r['epsilon']:g} | {r['method']} | {r['runs']} | {two} | {three} | "
+                     f"{r['seconds']:.2f} | {cells} |")
+    return lines
 
 
 def _gaussian_delta(rows: list[dict[str, Any]]) -> str:
