@@ -58,7 +58,8 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
 
 def test_bad_arguments_refused_before_anything(tmp_path: Path) -> None:
     empty = str(tmp_path)
-    bad = [dict(method="pgm"), dict(epsilon=0.0), dict(epsilon=float("nan")),
+    bad = [dict(method="pgm"), dict(method=["aim"]), dict(epsilon=True), dict(epsilon=0.0),
+           dict(epsilon=float("nan")),
            dict(delta=0.0), dict(delta=1.0), dict(seed=-1), dict(k=4), dict(k=True),
            dict(timeout=0.0)]
     for change in bad:

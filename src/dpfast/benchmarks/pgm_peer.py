@@ -100,10 +100,11 @@ def _result(outcome: str, seconds: float | None = None, l1_2way: float | None = 
 
 
 def _check(method: str, epsilon: float, delta: float, seed: int, k: int) -> None:
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"The 'method' parameter of pgm_peer.run must be one of "
                          f"{sorted(METHODS)}. Got {method!r} instead.")
-    if not (isinstance(epsilon, (int, float)) and 0 < epsilon < float("inf")):
+    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float))
+                                         and 0 < epsilon < float("inf")):
         raise ValueError(f"The 'epsilon' parameter of pgm_peer.run must be a float in "
                          f"(0, inf). Got {epsilon!r} instead.")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
