@@ -441,32 +441,43 @@ class GraphicalModel:
         return [i for i in order if i in nodes]
 
     def _eliminate(self, keep: _Attrs) -> _Table:
-        """The table over ``keep`` (sorted) of the product of the subtree's beliefs divided
-        by its separators', each clique's other attributes summed out as soon as its own
-        subtree is done (children before parents)."""
+        """The table over ``keep`` (sorted): the subtree's joint, its cliques' beliefs over
+        its separators' (each clique's belief first summed to the attributes the rest of
+        the subtree or the answer needs), the other attributes eliminated one at a time,
+        each time the one whose factors' product is smallest (greedy variable
+        elimination)."""
         nodes = self._subtree(keep)
         inside = set(nodes)
-        done: dict[int, tuple[_Attrs, _Table]] = {}
-        for i in reversed(nodes):
+        factors: list[tuple[_Attrs, _Table]] = []
+        for i in nodes:
             c = self.tree.cliques[i]
-            attrs: _Attrs = c
-            table = self.clique_table(i) / self.total
-            for j in self.children[i]:
-                if j in inside:
-                    attrs, table = _multiply(attrs, table, *done.pop(j), self.shape)
+            seps = [self._sep(i, j) for j in self.children[i] if j in inside]
             if i != nodes[0]:
-                sep = self._sep(i, self.parent[i])
-                sep_table = self._clique[i].margins(self.beliefs()[i], [sep])[0] / self.total
+                up = self._sep(i, self.parent[i])
+                seps.append(up)
+                table = self._clique[i].margins(self.beliefs()[i], [up])[0] / self.total
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    inv = np.where(sep_table > 0, 1.0 / sep_table, 0.0)
-                attrs, table = _multiply(attrs, table, sep, inv, self.shape)
-                kept = tuple(a for a in attrs if a in keep or a in sep)
-            else:
-                kept = keep
-            table = table.sum(axis=tuple(k for k, a in enumerate(attrs) if a not in kept))
-            attrs = tuple(a for a in attrs if a in kept)
-            done[i] = (attrs, table)
-        attrs, table = done[nodes[0]]
+                    factors.append((up, np.where(table > 0, 1.0 / table, 0.0)))
+            need = set(keep).union(*map(set, seps))
+            attrs = tuple(a for a in c if a in need)
+            factors.append((attrs, self._clique[i].margins(self.beliefs()[i], [attrs])[0]
+                            / self.total))
+        others = set().union(*(set(a) for a, _ in factors)) - set(keep)
+        while others:
+            def cost(v: int) -> int:
+                return _cells(self.shape, set().union(*(set(a) for a, _ in factors if v in a)))
+            v = min(sorted(others), key=cost)
+            touching = [f for f in factors if v in f[0]]
+            factors = [f for f in factors if v not in f[0]]
+            attrs, table = touching[0]
+            for a2, t2 in touching[1:]:
+                attrs, table = _multiply(attrs, table, a2, t2, self.shape)
+            table = table.sum(axis=attrs.index(v))
+            factors.append((tuple(a for a in attrs if a != v), table))
+            others.remove(v)
+        attrs, table = factors[0]
+        for a2, t2 in factors[1:]:
+            attrs, table = _multiply(attrs, table, a2, t2, self.shape)
         assert attrs == keep
         result: _Table = table * self.total
         return result
