@@ -430,8 +430,7 @@ def graphical_tables(epsilons: tuple[float, ...] = (0.3, 1.0, 3.0), seeds: int =
                          "l1_2way_sd": statistics.pstdev(errs[2]),
                          "l1_3way": statistics.mean(errs[3]),
                          "seconds": statistics.median(sec),
-                         "model_cells": sum(math.prod(rel.model.shape[a] for a in c)
-                                            for c in rel.model.tree.cliques)})
+                         "model_cells": rel.model.cells if rel.model else None})
         if peer is not None and _peer_available(peer):
             from . import pgm_peer
             for method in ("aim", "mst"):

@@ -343,6 +343,11 @@ class GraphicalModel:
         self.potentials = [np.zeros([self.shape[a] for a in s]) for s in self.sets]
         self._beliefs: list[_Table] | None = None
 
+    @property
+    def cells(self) -> int:
+        """The model's size: the cells of its junction tree's cliques."""
+        return sum(_cells(self.shape, c) for c in self.tree.cliques)
+
     def _sep(self, i: int, j: int) -> _Attrs:
         return tuple(a for a in self.tree.cliques[i] if a in self.tree.cliques[j])
 
