@@ -170,7 +170,7 @@ def _model_table(model: Any, cols: tuple[str, ...]) -> np.ndarray:
 
 
 def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
-              target: str) -> dict[str, Any]:
+              target: str, wide: bool = False) -> dict[str, Any]:
     """Run mbi's AIM or MST on the Adult table; meant for a child process (see :func:`run`).
 
     It puts ``target`` first on ``sys.path`` and imports jax and mbi from there, patching
@@ -188,6 +188,9 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
         k-way tables for both methods.
     target : str
         The package directory holding mbi and ``mechanisms/``.
+    wide : bool
+        The wide table instead (:func:`dpfast.benchmarks.linear.adult_wide`: 14 columns);
+        ``l1_3way`` is then None.
 
     Returns
     -------
@@ -195,7 +198,7 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
         ``seconds``, ``l1_2way``, ``l1_3way`` (floats), ``outcome`` ("ok"), ``version``
         (mbi's and jax's) and ``error`` (None).
     """
-    from .linear import ADULT_COLUMNS, adult_table
+    from .linear import ADULT_COLUMNS, adult_table, adult_wide
     from ..validation import category_codes
 
     sys.path.insert(0, target)
@@ -211,16 +214,17 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
     _bridge_mbi_2(mbi)
     mechanism = _load_mechanism(target, method)
 
-    cols, keys = adult_table()
-    sizes = {c: len(keys[c]) for c in ADULT_COLUMNS}
-    codes = {c: category_codes(cols[c], keys[c], "pgm_peer") for c in ADULT_COLUMNS}
-    for c in ADULT_COLUMNS:
+    cols, keys = adult_wide() if wide else adult_table()
+    names = tuple(keys) if wide else tuple(ADULT_COLUMNS)
+    sizes = {c: len(keys[c]) for c in names}
+    codes = {c: category_codes(cols[c], keys[c], "pgm_peer") for c in names}
+    for c in names:
         if (codes[c] < 0).any():
             raise ValueError(f"the Adult column {c!r} has a value outside its categories")
-    n = len(codes[ADULT_COLUMNS[0]])
-    domain = mbi.Domain(tuple(ADULT_COLUMNS), tuple(sizes[c] for c in ADULT_COLUMNS))
+    n = len(codes[names[0]])
+    domain = mbi.Domain(names, tuple(sizes[c] for c in names))
     data = mbi.Dataset(codes, domain)
-    workload = list(itertools.combinations(ADULT_COLUMNS, k))
+    workload = list(itertools.combinations(names, k))
 
     np.random.seed(seed)
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), \
@@ -242,22 +246,22 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
 
         def mean_l1(width: int) -> float:
             errors = []
-            for w in itertools.combinations(ADULT_COLUMNS, width):
+            for w in itertools.combinations(names, width):
                 est = answers[w] if w in answers else table(w)
                 errors.append(float(np.abs(est - _counts(codes, w, sizes)).sum()) / n)
             return float(np.mean(errors))
-        l1_2way, l1_3way = mean_l1(2), mean_l1(3)
+        l1_2way, l1_3way = mean_l1(2), None if wide else mean_l1(3)
     return _result("ok", seconds, l1_2way, l1_3way, version)
 
 
 def _child_main(method: str, epsilon: float, delta: float, seed: int, k: int, target: str,
-                scratch: str, out: Any) -> None:
+                scratch: str, out: Any, wide: bool = False) -> None:
     """Spawned child: work inside ``scratch``, run, put the result dict on ``out``."""
     os.chdir(scratch)
     os.environ["TMPDIR"] = scratch                    # the peer's temporary files too
     tempfile.tempdir = scratch
     try:
-        result = run_child(method, epsilon, delta, seed, k, target)
+        result = run_child(method, epsilon, delta, seed, k, target, wide)
     except Exception as exc:                          # reported, not raised: the parent waits
         result = _result("failed", error=f"{type(exc).__name__}: {str(exc)[:300]}")
     out.put(result)
@@ -265,7 +269,7 @@ def _child_main(method: str, epsilon: float, delta: float, seed: int, k: int, ta
 
 def run(method: str, epsilon: float, delta: float, seed: int, k: int,
         target: str = DEFAULT_TARGET, timeout: float = 900.0,
-        scratch_parent: str | None = None) -> dict[str, Any]:
+        scratch_parent: str | None = None, wide: bool = False) -> dict[str, Any]:
     """One run of mbi's AIM or MST on the Adult table in a spawned child process.
 
     Parameters
@@ -285,6 +289,8 @@ def run(method: str, epsilon: float, delta: float, seed: int, k: int,
         Where the child's scratch directory is made (``tempfile.mkdtemp``; the system's
         temporary directory by default). The child works there, and the directory is
         removed when the run ends, however it ends.
+    wide : bool
+        The wide table instead of the 8 columns (see :func:`run_child`).
 
     Returns
     -------
@@ -309,18 +315,18 @@ def run(method: str, epsilon: float, delta: float, seed: int, k: int,
     scratch = tempfile.mkdtemp(prefix="dpfast-pgm-peer-", dir=scratch_parent)
     try:
         return _supervise(method, float(epsilon), float(delta), seed, k,
-                          os.path.abspath(target), scratch, float(timeout))
+                          os.path.abspath(target), scratch, float(timeout), bool(wide))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)    # only the directory made above
 
 
 def _supervise(method: str, epsilon: float, delta: float, seed: int, k: int, target: str,
-               scratch: str, timeout: float) -> dict[str, Any]:
+               scratch: str, timeout: float, wide: bool = False) -> dict[str, Any]:
     """Start the child, wait for its result up to ``timeout`` seconds, kill it past that."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     child = ctx.Process(target=_child_main,
-                        args=(method, epsilon, delta, seed, k, target, scratch, out))
+                        args=(method, epsilon, delta, seed, k, target, scratch, out, wide))
     t0 = time.perf_counter()
     child.start()
     result = _result("timeout")

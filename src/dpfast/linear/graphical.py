@@ -186,6 +186,7 @@ class _Clique:
         self.width = width
         self._right: NDArray[np.float64] | None = None
         self._cast: NDArray[np.floating[Any]] | None = None
+        self._plans: dict[_Attrs, tuple[Any, ...]] = {}
 
     def _features(self, dtype: np.dtype[np.floating[Any]] | type) -> NDArray[np.floating[Any]]:
         if self._cast is None or self._cast.dtype != dtype:
@@ -212,24 +213,53 @@ class _Clique:
         out: _Table = table.reshape([table.shape[s.index(a)] if a in s else 1 for a in axes])
         return out
 
+    def _plan(self, s: _Attrs) -> tuple[Any, ...]:
+        """How set ``s`` (sorted) lies in the clique, computed once: ``("U", shape to
+        broadcast over U, U axes to sum)``, the same for ``"V"``, ``("X", block, its
+        (U..., n) shape, U axes to sum, the (sU..., sV...) shape, the transpose to s)``
+        for a set crossing the split, ``("D", clique axes to sum, transpose)`` otherwise."""
+        found = self._plans.get(s)
+        if found is not None:
+            return found
+        su = tuple(x for x in s if x in self.U)
+        sv = tuple(x for x in s if x in self.V)
+        plan: tuple[Any, ...]
+        if not sv:
+            plan = ("U", [self.u_shape[i] if x in s else 1 for i, x in enumerate(self.U)],
+                    tuple(i for i, x in enumerate(self.U) if x not in s))
+        elif not su:
+            plan = ("V", [self.v_shape[i] if x in s else 1 for i, x in enumerate(self.V)],
+                    tuple(i for i, x in enumerate(self.V) if x not in s))
+        elif sv in self.groups:
+            lo, n = self.groups[sv]
+            order = su + sv
+            plan = ("X", lo, n, [s.index(x) for x in order],
+                    [self.u_shape[i] if x in su else 1 for i, x in enumerate(self.U)] + [n],
+                    tuple(i for i, x in enumerate(self.U) if x not in s),
+                    [self.u_shape[self.U.index(x)] for x in su]
+                    + [self.v_shape[self.V.index(x)] for x in sv],
+                    [order.index(x) for x in s])
+        else:                                   # a set the split was not made for
+            order = tuple(x for x in self.axes if x in s)
+            plan = ("D", tuple(i for i, x in enumerate(self.axes) if x not in s),
+                    [order.index(x) for x in s])
+        self._plans[s] = plan
+        return plan
+
     def logits(self, tables: Sequence[_Table]) -> _Table:
         """The (nu, nv) log-table: the sum of ``tables`` (one per set, in order)."""
         a = np.zeros(self.u_shape)
-        b = np.zeros(self.v_shape)
-        c = np.zeros(self.u_shape + (self.width,))
+        b = np.zeros(self.v_shape) if self.V else a
+        c = np.zeros(self.u_shape + (self.width,)) if self.width else a
         for s, t in zip(self.sets, tables):
-            su = tuple(x for x in s if x in self.U)
-            sv = tuple(x for x in s if x in self.V)
-            if not sv:
-                a += self._expand(t, s, self.U)
-            elif not su:
-                b += self._expand(t, s, self.V)
+            plan = self._plan(s)
+            if plan[0] == "U":
+                a += t.reshape(plan[1])
+            elif plan[0] == "V":
+                b += t.reshape(plan[1])
             else:
-                lo, n = self.groups[sv]
-                moved = np.transpose(t, [s.index(x) for x in su + sv]).reshape(
-                    [t.shape[s.index(x)] for x in su] + [n])
-                c[..., lo:lo + n] += moved.reshape(
-                    [self.u_shape[i] if x in su else 1 for i, x in enumerate(self.U)] + [n])
+                _, lo, n, order, shape = plan[:5]
+                c[..., lo:lo + n] += np.transpose(t, order).reshape(shape)
         if not self.V:
             return a.reshape(self.nu, 1)
         left = np.concatenate([c.reshape(self.nu, self.width), a.reshape(self.nu, 1),
@@ -239,7 +269,7 @@ class _Clique:
                                           np.zeros((self.nv, 1))], axis=1)
         self._right[:, -1] = b.ravel()
         dtype = np.float32 if self.cells > _SINGLE else np.float64
-        out: _Table = left.astype(dtype) @ self._right.T.astype(dtype)
+        out: _Table = np.asarray(left, dtype=dtype) @ np.asarray(self._right.T, dtype=dtype)
         return out
 
     def margins(self, p: _Table, sets: Sequence[_Attrs] | None = None) -> list[_Table]:
@@ -248,37 +278,32 @@ class _Clique:
         want = self.sets if sets is None else sets
         if not want:
             return []
-        pg = (p @ self._features(p.dtype)).astype(np.float64).reshape(
+        pg = np.asarray(p @ self._features(p.dtype), dtype=np.float64).reshape(
             self.u_shape + (self.width,)) if self.width else None
         if pg is not None:          # each row's one-hot block sums to the row's sum
             lo, n = next(iter(self.groups.values()))
             pu = pg[..., lo:lo + n].sum(axis=-1)
-        else:
+        elif self.V:
             pu = p.sum(axis=1, dtype=np.float64).reshape(self.u_shape)
-        pv = (np.ones(self.nu, dtype=p.dtype) @ p).astype(np.float64).reshape(
+        else:
+            pu = np.asarray(p, dtype=np.float64).reshape(self.u_shape)
+        pv = np.asarray(np.ones(self.nu, dtype=p.dtype) @ p, dtype=np.float64).reshape(
             self.v_shape) if self.V else None
         out = []
         for s in want:
-            su = tuple(x for x in s if x in self.U)
-            sv = tuple(x for x in s if x in self.V)
-            if not sv:
-                t = pu.sum(axis=tuple(i for i, x in enumerate(self.U) if x not in s))
-            elif not su:
+            plan = self._plan(s)
+            if plan[0] == "U":
+                t = pu.sum(axis=plan[2]) if plan[2] else pu.copy()
+            elif plan[0] == "V":
                 assert pv is not None
-                t = pv.sum(axis=tuple(i for i, x in enumerate(self.V) if x not in s))
-            elif sv not in self.groups or pg is None:      # a set the split was not made for
-                full = p.reshape(self.u_shape + self.v_shape)
-                t = full.sum(axis=tuple(i for i, x in enumerate(self.axes) if x not in s))
-                order = tuple(x for x in self.axes if x in s)
-                t = np.transpose(t, [order.index(x) for x in s])
+                t = pv.sum(axis=plan[2]) if plan[2] else pv.copy()
+            elif plan[0] == "X":
+                assert pg is not None
+                _, lo, n, _, _, axes, shape, back = plan
+                t = np.transpose(pg[..., lo:lo + n].sum(axis=axes).reshape(shape), back)
             else:
-                lo, n = self.groups[sv]
-                part = pg[..., lo:lo + n].sum(
-                    axis=tuple(i for i, x in enumerate(self.U) if x not in s))
-                part = part.reshape([self.u_shape[self.U.index(x)] for x in su]
-                                    + [self.v_shape[self.V.index(x)] for x in sv])
-                order = su + sv
-                t = np.transpose(part, [order.index(x) for x in s])
+                full = np.asarray(p, dtype=np.float64).reshape(self.u_shape + self.v_shape)
+                t = np.transpose(full.sum(axis=plan[1]), plan[2])
             out.append(np.array(t, dtype=np.float64, order="C"))   # 0-d stays 0-d
         return out
 
