@@ -228,3 +228,11 @@ def test_readme_streams_example_runs():
     assert namespace["answers"].shape == (3,)
     assert namespace["result"].epsilon_lower_bound < 1.0 and not namespace["result"].violated
     assert namespace["above"].dtype == bool
+
+
+def test_readme_graphical_example_runs():
+    namespace = run_readme_block('method="aim"')
+    rel, fake = namespace["rel"], namespace["fake"]
+    assert len(rel) == 6 and rel.model.marginal((0, 1, 2)).shape == (16, 7, 6)
+    assert list(fake.columns) == ["education", "marital-status", "relationship", "sex"]
+    assert abs(len(fake) - 32561) < 2000

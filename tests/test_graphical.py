@@ -240,3 +240,30 @@ def test_a_model_past_the_clique_limit_is_refused_before_the_charge():
         dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method="model",
                      accountant=acct, rng=0)
     assert acct.spent.rho == 0.0
+
+
+def test_one_model_answers_threads_alike():
+    # A model is read-only once fitted: threads asking it (beliefs computed concurrently,
+    # split cliques' matrix products) get the answers one thread gets.
+    import threading
+    shape = (8, 8, 8, 8, 8, 4)
+    sets = list(itertools.combinations(range(6), 2))
+    gen = np.random.default_rng(9)
+    potentials = [gen.normal(size=[shape[a] for a in s]) for s in sets]
+    one = G.GraphicalModel(shape, sets, 500.0)
+    one.set_potentials(potentials)
+    want = [one.marginal(s) for s in sets]
+    shared = G.GraphicalModel(shape, sets, 500.0)
+    shared.set_potentials(potentials)
+    got: dict[int, list] = {}
+
+    def ask(i):
+        got[i] = [shared.marginal(s) for s in sets]
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        for a, b in zip(got[i], want):
+            np.testing.assert_allclose(a, b, rtol=1e-6)

@@ -184,7 +184,6 @@ class _Clique:
                     width += n
         self.features = np.concatenate(blocks, axis=1) if blocks else np.zeros((self.nv, 0))
         self.width = width
-        self._right: NDArray[np.float64] | None = None
         self._cast: NDArray[np.floating[Any]] | None = None
         self._plans: dict[_Attrs, tuple[Any, ...]] = {}
 
@@ -264,12 +263,11 @@ class _Clique:
             return a.reshape(self.nu, 1)
         left = np.concatenate([c.reshape(self.nu, self.width), a.reshape(self.nu, 1),
                                np.ones((self.nu, 1))], axis=1)
-        if self._right is None:
-            self._right = np.concatenate([self.features, np.ones((self.nv, 1)),
-                                          np.zeros((self.nv, 1))], axis=1)
-        self._right[:, -1] = b.ravel()
+        # A new right factor each call (no buffer shared between threads asking one model).
+        right = np.concatenate([self.features, np.ones((self.nv, 1)), b.reshape(self.nv, 1)],
+                               axis=1)
         dtype = np.float32 if self.cells > _SINGLE else np.float64
-        out: _Table = np.asarray(left, dtype=dtype) @ np.asarray(self._right.T, dtype=dtype)
+        out: _Table = np.asarray(left, dtype=dtype) @ np.asarray(right.T, dtype=dtype)
         return out
 
     def margins(self, p: _Table, sets: Sequence[_Attrs] | None = None) -> list[_Table]:
