@@ -207,12 +207,12 @@ def test_marginals_method_model_charges_once_and_returns_the_models_tables():
     with pytest.raises(ValueError, match="expected_error"):
         dp.marginal_variance(keys, k=2, noise="gaussian", rho=0.5, method="model")
     # Synthetic records labelled as the input, as many as the model's total by default.
-    syn = rel.synthetic(rng=2)
+    syn = rel.synthetic_records(rng=2)
     assert list(syn) == list(keys) and len(syn["a"]) == round(rel.model.total)
     assert set(syn["b"]) <= set(keys["b"])
-    assert len(rel.synthetic(10, rng=3)["d"]) == 10
+    assert len(rel.synthetic_records(10, rng=3)["d"]) == 10
     with pytest.raises(TypeError, match="records"):
-        rel.synthetic(1.5)
+        rel.synthetic_records(1.5)
 
 
 def test_marginals_method_model_with_a_dataframe_gives_a_dataframe():
@@ -223,12 +223,12 @@ def test_marginals_method_model_with_a_dataframe_gives_a_dataframe():
     rel = dp.marginals(frame, keys=keys, k=2, noise="gaussian", epsilon=1.0, delta=1e-6,
                        method="model", accountant=dp.Accountant(epsilon=1.0, delta=1e-6),
                        rng=4)
-    syn = rel.synthetic(rng=5)
+    syn = rel.synthetic_records(rng=5)
     assert isinstance(syn, pd.DataFrame) and list(syn.columns) == list(keys)
     assert set(syn["a"]) <= set(keys["a"])
-    with pytest.raises(ValueError, match="method='model'"):
+    with pytest.raises(ValueError, match="method 'model'"):
         dp.marginals(frame, keys=keys, k=2, epsilon=1.0, accountant=dp.Accountant(),
-                     rng=4).synthetic()
+                     rng=4).synthetic_records()
 
 
 def test_a_model_past_the_clique_limit_is_refused_before_the_charge():

@@ -735,19 +735,21 @@ class MarginalRelease(Mapping[tuple[Hashable, ...], Any]):
         return {lab: math.sqrt(2.0 / math.pi * v) * math.prod(shape)
                 for (lab, v), shape in zip(self.variance().items(), self._plan.shapes)}
 
-    def synthetic(self, records: int | None = None, *, rng: RngLike = None) -> Any:
-        """Records drawn from the fitted model (``method="model"`` only; post-processing,
-        free): ``records`` rows (default: the model's total, rounded), one column per
-        attribute, labelled by the attributes' public categories: a DataFrame when a
-        DataFrame came in, a dict of arrays otherwise. The rows' marginals on the model's
-        cliques are within one record per cell of the model's (systematic sampling)."""
+    def synthetic_records(self, records: int | None = None, *, rng: RngLike = None) -> Any:
+        """Records drawn from the fitted model (``method`` "model", "aim" or "mst";
+        post-processing, free): ``records`` rows (default: the model's total, rounded), one
+        column per attribute, labelled by the attributes' public categories: a DataFrame
+        when a DataFrame came in, a dict of arrays otherwise. Drawn by systematic sampling
+        down the model's tree (:meth:`GraphicalModel.synthetic`): the root clique's cells
+        within one record of the model's."""
+        func = "synthetic_records"
         if self.model is None:
-            raise ValueError("The 'synthetic' records of a MarginalRelease come from its "
-                             "model: release with method='model'. Got method="
+            raise ValueError(f"The {func} of a MarginalRelease come from its model: release "
+                             f"with method 'model', 'aim' or 'mst'. Got method="
                              f"{self.method!r} instead.")
         n = round(self.model.total) if records is None else _v.check_positive_int(
-            records, "records", "synthetic")
-        codes = self.model.synthetic(n, np.random.Generator(resolve_rng(rng, "synthetic")))
+            records, "records", func)
+        codes = self.model.synthetic(n, np.random.Generator(resolve_rng(rng, func)))
         columns = {name: np.asarray(self.categories[name], dtype=object)[codes[:, i]]
                    for i, name in enumerate(self._plan.names)}
         if self._indexes is not None:
@@ -812,7 +814,7 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
         the module for the computation. ``"model"``: the tables of one graphical model
         fitted to the noisy tables (:func:`dpfast.linear.graphical.estimate`; Private-PGM's
         estimation), consistent and non-negative, with ``.model`` for any other marginal
-        and ``.synthetic()`` records. Post-processing: it costs no budget.
+        and ``.synthetic_records()``. Post-processing: it costs no budget.
     keys : mapping, optional
         The public categories of every attribute, in order (as for :func:`crosstab`). For
         records (required): the attributes are the keys, in their order; the k-way tables
