@@ -7,21 +7,12 @@ import math
 import numpy as np
 import pytest
 from refusals import GAUSSIAN_BAD_KEYWORDS, spends_nothing
+from test_graphical import records
 
 import dpfast as dp
 from dpfast._release import Keys
 from dpfast.linear import adaptive as A
 from dpfast.linear import graphical as G
-
-
-def records(n=4000, seed=0):
-    gen = np.random.default_rng(seed)
-    a = gen.integers(0, 3, n)
-    b = (a + gen.integers(0, 2, n)) % 4
-    c = gen.integers(0, 2, n)
-    d = (b + c) % 3
-    return {"a": a, "b": b, "c": c, "d": d}, {"a": [0, 1, 2], "b": [0, 1, 2, 3],
-                                            "c": [0, 1], "d": [0, 1, 2]}
 
 
 def test_candidates_are_the_downward_closure_weighted_by_overlap():
@@ -68,7 +59,8 @@ def test_the_rounds_sum_to_rho():
 
 
 def test_aims_selection_follows_the_exponential_mechanism_on_its_noise_aware_score():
-    from scipy import stats
+    pytest.importorskip("scipy")
+    from support_stats import exponential_pvalue
     cols, keys = records(n=3000)
     shape = (3, 4, 2, 3)
     full = np.zeros(shape, dtype=np.int64)
@@ -95,15 +87,7 @@ def test_aims_selection_follows_the_exponential_mechanism_on_its_noise_aware_sco
                        for _ in range(draws)], minlength=len(u))
 
     def pvalue(score):
-        p = np.exp(epsilon / (2 * delta) * (score - score.max()))
-        p /= p.sum()
-        keep = p * draws >= 5
-        assert keep.sum() >= 3
-        observed = np.append(got[keep], got[~keep].sum())
-        expected = np.append(p[keep], p[~keep].sum()) * draws
-        if expected[-1] == 0:
-            observed, expected = observed[:-1], expected[:-1]
-        return stats.chisquare(observed, expected).pvalue
+        return exponential_pvalue(got, score, epsilon / (2 * delta))
 
     assert pvalue(u) > 1e-4
     assert pvalue(plain) < 1e-4          # power: the score without its noise term
