@@ -189,7 +189,7 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
     target : str
         The package directory holding mbi and ``mechanisms/``.
     wide : bool
-        The wide table instead (:func:`dpfast.benchmarks.linear.adult_wide`: 14 columns);
+        The wide table instead (:func:`dpfast.benchmarks.adult.adult_wide`: 14 columns);
         ``l1_3way`` is then None.
 
     Returns
@@ -198,7 +198,7 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
         ``seconds``, ``l1_2way``, ``l1_3way`` (floats), ``outcome`` ("ok"), ``version``
         (mbi's and jax's) and ``error`` (None).
     """
-    from .linear import ADULT_COLUMNS, adult_table, adult_wide
+    from .adult import ADULT_COLUMNS, adult_table, adult_wide
     from ..validation import category_codes
 
     sys.path.insert(0, target)
