@@ -115,3 +115,43 @@ def test_bad_input_is_refused_before_anything_is_charged(method):
         with spends_nothing(acct, gen), pytest.raises(exc):
             dp.marginals(data, keys=keys, k=2, noise="gaussian", method=method,
                          accountant=acct, rng=gen, **kw)
+
+
+def test_tables_past_a_clique_are_refused_and_mst_spends_all_on_a_forest():
+    # A workload table past the clique limit is refused before the charge; MST skips the
+    # pairs no clique can hold (here the two wide attributes' pair), measuring a spanning
+    # forest, and its rounds still spend exactly the budget.
+    gen = np.random.default_rng(3)
+    keys = {"w1": list(range(5000)), "w2": list(range(5000)), "s": [0, 1]}
+    cols = {k: gen.integers(0, len(v), 500) for k, v in keys.items()}
+    acct, rng = dp.Accountant(rho=1.0), dp.ChaCha20(2)
+    with spends_nothing(acct, rng), pytest.raises(ValueError, match="25,000,000 cells"):
+        dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method="aim",
+                     accountant=acct, rng=rng)
+    shape = (5000, 5000, 2)
+    full = {(0,): np.bincount(cols["w1"], minlength=5000),
+            (1,): np.bincount(cols["w2"], minlength=5000),
+            (2,): np.bincount(cols["s"], minlength=2)}
+    for a, b in [(0, 2), (1, 2)]:
+        x, y = list(cols.values())[a], list(cols.values())[b]
+        full[(a, b)] = np.bincount(x * shape[b] + y, minlength=shape[a] * shape[b]).reshape(
+            shape[a], shape[b])
+    m = A._Measurer(Keys(dp.ChaCha20(5)), 1, 0.3)
+    model, ms = A.mst(full, shape, m)
+    assert m.spent == pytest.approx(0.3, rel=1e-9)
+    assert sorted(x.clique for x in ms if len(x.clique) == 2) == [(0, 2), (1, 2)]
+
+
+def test_model_method_takes_laplace_noise_and_counts():
+    # The fit weighs each table by its noise's variance, whatever the noise.
+    cols, keys = records()
+    shape = tuple(len(v) for v in keys.values())
+    counts = np.zeros(shape, dtype=np.int64)
+    np.add.at(counts, tuple(np.asarray(cols[k]) for k in keys), 1)
+    rel = dp.marginals(counts, k=2, epsilon=2.0, method="model", accountant=dp.Accountant(),
+                       rng=3)
+    assert rel.noise == "laplace" and all((t >= 0).all() for t in rel.tables.values())
+    rel = dp.marginals(counts, k=2, noise="gaussian", rho=0.5, method="aim",
+                       accountant=dp.Accountant(rho=1.0), rng=3)
+    truth = counts.sum(axis=(2, 3))
+    assert np.abs(rel.tables[(0, 1)] - truth).sum() < 0.2 * counts.sum()

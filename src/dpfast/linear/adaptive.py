@@ -161,22 +161,39 @@ def _select_among(measurer: _Measurer, scores: NDArray[np.float64], ok: NDArray[
     return int(allowed[measurer.select(scores[allowed], epsilon, sensitivity)])
 
 
+def _components(d: int, pairs: Sequence[_Attrs]) -> int:
+    """The number of connected components of the graph on ``d`` attributes joined by
+    ``pairs``."""
+    root = list(range(d))
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            a = root[a]
+        return a
+    for a, b in pairs:
+        root[find(a)] = find(b)
+    return len({find(a) for a in range(d)})
+
+
 def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
         measurer: _Measurer) -> tuple[GraphicalModel, list[Measurement]]:
     """MST (see the module) on the exact one- and two-way tables ``exact``."""
     rho = measurer.rho
     d = len(shape)
-    third = rho / 3
+    pairs = [q for q in itertools.combinations(range(d), 2) if q in exact]
+    # The edges of a spanning forest of the pairs that fit a clique (public: the sizes
+    # decide it): d - 1 when they join every attribute.
+    edges = d - _components(d, pairs)
+    third = rho / 3 if edges else rho
     sigma1 = math.sqrt(d / (2 * third))
     ms = [Measurement((a,), measurer.measure(exact[(a,)], sigma1), sigma1) for a in range(d)]
-    if d == 1:
+    if not edges:
         return estimate(ms, shape, iterations=FINAL_STEPS), ms
-    epsilon = math.sqrt(8 * third / (d - 1))
-    sigma2 = math.sqrt((d - 1) / (2 * third))
+    epsilon = math.sqrt(8 * third / edges)
+    sigma2 = math.sqrt(edges / (2 * third))
     p = [np.clip(m.values, 0, None) / max(float(np.clip(m.values, 0, None).sum()), 1.0)
          for m in ms]
     total = max(float(np.mean([m.values.sum() for m in ms])), 1.0)
-    pairs = list(itertools.combinations(range(d), 2))
     score = np.array([float(np.abs(exact[(a, b)] - total * np.outer(p[a], p[b])).sum())
                       for a, b in pairs])
     component = list(range(d))
@@ -186,8 +203,8 @@ def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
             a = component[a]
         return a
     chosen = []
-    for _ in range(d - 1):
-        ok = np.array([find(a) != find(b) for a, b in pairs])
+    for _ in range(edges):
+        ok = np.array([find(a) != find(b) for a, b in pairs], dtype=bool)
         k = _select_among(measurer, score, ok, epsilon, 1.0)
         a, b = pairs[k]
         component[find(a)] = find(b)

@@ -62,7 +62,8 @@ from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 from ..rng import resolve_rng
 from .adaptive import _Measurer, aim, candidates, mst
-from .graphical import GraphicalModel, Measurement, estimate, junction_tree
+from .graphical import (MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate,
+                        junction_tree)
 from .workloads import Marginals, _domain, marginal_sums
 
 if TYPE_CHECKING:
@@ -932,10 +933,17 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
                          f"method={how!r} (its rounds compose in zCDP). Got {noise!r} "
                          "instead.")
     d = len(plan.sizes)
+    for s, shape in zip(plan.sets, plan.shapes):
+        if math.prod(shape) > MAX_CLIQUE_CELLS:
+            raise ValueError(f"The tables of {func} with method={how!r} must each fit a "
+                             f"model's clique: at most {MAX_CLIQUE_CELLS:,} cells. Got a "
+                             f"table of {math.prod(shape):,} cells.")
     if how == "aim":
         sets = list(candidates(plan.sets)) + [(a,) for a in range(d)]
-    else:
-        sets = [(a,) for a in range(d)] + list(itertools.combinations(range(d), 2))
+    else:          # MST: the pairs a clique can hold (the tree may then be a forest)
+        sets = [(a,) for a in range(d)] + [
+            p for p in itertools.combinations(range(d), 2)
+            if plan.sizes[p[0]] * plan.sizes[p[1]] <= MAX_CLIQUE_CELLS]
     sets = sorted(set(sets))
     counting = _Plan(plan.names, plan.sizes, sets,
                      [tuple(plan.names[a] for a in s) for s in sets])

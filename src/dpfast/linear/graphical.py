@@ -267,8 +267,9 @@ class _Clique:
         right = np.concatenate([self.features, np.ones((self.nv, 1)), b.reshape(self.nv, 1)],
                                axis=1)
         dtype = np.float32 if self.cells > _SINGLE else np.float64
-        out: _Table = np.asarray(left, dtype=dtype) @ np.asarray(right.T, dtype=dtype)
-        return out
+        out: NDArray[np.floating[Any]] = np.asarray(left, dtype=dtype) @ np.asarray(
+            right.T, dtype=dtype)
+        return out  # type: ignore[return-value]  # float32 past _SINGLE cells, by design
 
     def margins(self, p: _Table, sets: Sequence[_Attrs] | None = None) -> list[_Table]:
         """The marginals of the (nu, nv) table ``p`` on ``sets`` (default: the clique's),
