@@ -808,14 +808,19 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
         attributes' sizes (attribute ``i`` is the ``i``-th key, or axis), or tuples of
         attribute names (axis numbers for counts without keys). A table's axes follow its
         tuple's order.
-    method : {None, "consistent", "independent"}
+    method : {None, "consistent", "independent", "model", "aim", "mst"}
         ``"independent"``: the noisy tables as drawn (int64). ``"consistent"`` (default,
         None): their weighted least-squares projection onto mutually consistent tables
         (float64), every shared sub-marginal equal across tables (to float precision); see
         the module for the computation. ``"model"``: the tables of one graphical model
         fitted to the noisy tables (:func:`dpfast.linear.graphical.estimate`; Private-PGM's
         estimation), consistent and non-negative, with ``.model`` for any other marginal
-        and ``.synthetic_records()``. Post-processing: it costs no budget.
+        and ``.synthetic_records()``. Post-processing: it costs no budget. ``"aim"`` and
+        ``"mst"`` (Gaussian noise only) measure adaptively instead, under the same one
+        charge of the whole budget as a rho (:mod:`dpfast.linear.adaptive`): AIM's rounds
+        select the table worst answered by the current model (exponential mechanism on a
+        noise-aware score), measure and refit; MST measures a spanning tree of pairs. The
+        tables asked, and any other, are the final model's.
     keys : mapping, optional
         The public categories of every attribute, in order (as for :func:`crosstab`). For
         records (required): the attributes are the keys, in their order; the k-way tables
