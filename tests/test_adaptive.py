@@ -3,6 +3,7 @@ AIM's noise-aware score (chi-square, false alarm 1e-4, with power against the sc
 its noise term), the rounds spend exactly the declared budget, and bad input is refused
 before anything is charged or drawn."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -55,7 +56,8 @@ def test_the_rounds_sum_to_rho():
             pairs = {(i, j): full.sum(axis=tuple(k for k in range(4) if k not in (i, j)))
                      for i in range(4) for j in range(i + 1, 4)}
             run({**x, **pairs}, shape, m)
-        assert m.spent == pytest.approx(0.3, rel=1e-9) and m.spent <= 0.3 * (1 + 1e-9)
+        # Exactly: the rounds' costs, summed as fractions, never pass the charged rho.
+        assert float(m.spent) == pytest.approx(0.3, rel=1e-9) and m.spent <= Fraction(0.3)
 
 
 def test_aims_selection_follows_the_exponential_mechanism_on_its_noise_aware_score():
@@ -138,7 +140,7 @@ def test_tables_past_a_clique_are_refused_and_mst_spends_all_on_a_forest():
             shape[a], shape[b])
     m = A._Measurer(Keys(dp.ChaCha20(5)), 1, 0.3)
     model, ms = A.mst(full, shape, m)
-    assert m.spent == pytest.approx(0.3, rel=1e-9)
+    assert float(m.spent) == pytest.approx(0.3, rel=1e-9) and m.spent <= Fraction(0.3)
     assert sorted(x.clique for x in ms if len(x.clique) == 2) == [(0, 2), (1, 2)]
 
 
@@ -155,3 +157,34 @@ def test_model_method_takes_laplace_noise_and_counts():
                        accountant=dp.Accountant(rho=1.0), rng=3)
     truth = counts.sum(axis=(2, 3))
     assert np.abs(rel.tables[(0, 1)] - truth).sum() < 0.2 * counts.sum()
+
+
+@pytest.mark.parametrize("method", ["aim", "mst"])
+def test_no_variance_or_bound_is_stated_and_a_tiny_rho_is_refused(method):
+    cols, keys = records(n=300)
+    rel = dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method=method,
+                       accountant=dp.Accountant(rho=1.0), rng=1)
+    for call in (rel.variance, rel.error_bound):
+        with pytest.raises(ValueError, match="expected_error"):
+            call()
+    with pytest.raises(ValueError, match="expected_error"):
+        dp.marginal_variance(keys, k=2, noise="gaussian", rho=0.5, method=method)
+    # Every round's sigma is checked against the kernel's range before the charge.
+    acct, gen = dp.Accountant(rho=1.0), dp.ChaCha20(1)
+    with spends_nothing(acct, gen), pytest.raises(ValueError, match="largest sigma"):
+        dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=1e-24, method=method,
+                     accountant=acct, rng=gen)
+
+
+def test_aims_first_round_may_pick_what_does_not_grow_the_model():
+    # The one-way model already past the first round's share of the size limit: the
+    # candidates that do not grow it stay allowed (the round had no candidate at all).
+    shape = (30, 2)
+    gen = np.random.default_rng(0)
+    x = np.zeros(shape, dtype=np.int64)
+    np.add.at(x, (gen.integers(0, 30, 500), gen.integers(0, 2, 500)), 1)
+    exact = {(0,): x.sum(1), (1,): x.sum(0), (0, 1): x}
+    m = A._Measurer(Keys(dp.ChaCha20(2)), 1, 0.5)
+    model, ms = A.aim(exact, shape, [(0, 1)], m, max_cells=10)
+    assert m.spent <= Fraction(0.5) and float(m.spent) == pytest.approx(0.5)
+    assert all(len(x.clique) == 1 for x in ms)

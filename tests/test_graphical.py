@@ -267,3 +267,31 @@ def test_one_model_answers_threads_alike():
     for i in range(4):
         for a, b in zip(got[i], want):
             np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_a_marginal_across_cliques_never_builds_the_whole_product():
+    # P(a, b) = sum_c P(a, c) P(b, c) / P(c): the union (a, b, c) is past the clique limit
+    # (600 * 600 * 50 cells), the answer is not; checked against the matrix product.
+    shape = (600, 600, 50)
+    gen = np.random.default_rng(4)
+    model = G.GraphicalModel(shape, [(0, 2), (1, 2)], 1000.0)
+    model.set_potentials([gen.normal(size=(600, 50)), gen.normal(size=(600, 50))])
+    pac, pbc = model.marginal((0, 2)), model.marginal((1, 2))
+    pc = pac.sum(axis=0)
+    want = (pac / pc) @ pbc.T
+    np.testing.assert_allclose(model.marginal((0, 1)), want, rtol=1e-9, atol=1e-12)
+
+
+def test_estimate_refuses_bad_shapes_iterations_and_warm_models():
+    m = G.Measurement((0,), np.ones(3), np.float32(1.0))       # numpy reals are reals
+    assert G.estimate([m], (3,), iterations=2).total == pytest.approx(3.0)
+    for shape in [(), (0,), (3.0,), (True,)]:
+        with pytest.raises(ValueError, match="shape"):
+            G.estimate([m], shape)
+    with pytest.raises(ValueError, match="iterations"):
+        G.estimate([m], (3,), iterations=0)
+    other = G.estimate([G.Measurement((0,), np.ones(4), 1.0)], (4,), iterations=1)
+    with pytest.raises(ValueError, match="warm"):
+        G.estimate([m], (3,), warm=other)
+    with pytest.raises(ValueError, match="expected_error"):
+        other.expected_error((7,))

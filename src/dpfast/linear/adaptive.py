@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,23 +62,50 @@ ROUND_STEPS = 40
 FINAL_STEPS = 250
 
 
+def _gaussian_cost(sigma: float) -> Fraction:
+    """The exact zCDP cost of one l2-sensitivity-1 measurement with noise of ``sigma``."""
+    return 1 / (2 * Fraction(sigma) ** 2)
+
+
+def _selection_cost(epsilon: float) -> Fraction:
+    """The exact zCDP cost of one exponential mechanism at ``epsilon``."""
+    return Fraction(epsilon) ** 2 / 8
+
+
+def _within(budget: Fraction, share: float) -> tuple[float, float]:
+    """A round's (sigma, epsilon) spending ``share`` of ``budget`` on the measurement and
+    the rest on the selection, rounded (sigma up, epsilon down) until the exact cost of the
+    two is at most ``budget``."""
+    b = float(budget)
+    sigma = math.sqrt(1 / (2 * share * b))
+    epsilon = math.sqrt(8 * (1 - share) * b)
+    while _gaussian_cost(sigma) + _selection_cost(epsilon) > budget:
+        sigma = math.nextafter(sigma, math.inf)
+        epsilon = math.nextafter(epsilon, 0.0)
+    return sigma, epsilon
+
+
 class _Measurer:
     """The rounds' draws under one charged release: the keys, the threads, and the rho
-    spent so far (the sum of the rounds' costs, never past the charged budget)."""
+    spent so far, kept exactly (a Fraction): a round that would pass the charged ``rho``
+    by any amount is refused (an error of the planning, never reached)."""
 
     def __init__(self, keys: Keys, threads: int, rho: float) -> None:
-        self.keys, self.threads, self.rho, self.spent = keys, threads, rho, 0.0
+        self.keys, self.threads, self.rho = keys, threads, rho
+        self.spent = Fraction(0)
 
-    def _pay(self, cost: float) -> None:
-        # The rounds are planned to spend rho exactly; a float's rounding may pass it by
-        # a few ulps, never more.
-        if self.spent + cost > self.rho * (1 + 1e-9):
+    @property
+    def left(self) -> Fraction:
+        return Fraction(self.rho) - self.spent
+
+    def _pay(self, cost: Fraction) -> None:
+        if self.spent + cost > Fraction(self.rho):
             raise AssertionError("adaptive rounds planned past their budget")
         self.spent += cost
 
     def measure(self, exact: NDArray[np.int64], sigma: float) -> NDArray[np.float64]:
         """The table with discrete Gaussian noise of ``sigma`` (cost 1 / (2 sigma^2))."""
-        self._pay(1.0 / (2.0 * sigma * sigma))
+        self._pay(_gaussian_cost(sigma))
         flat = np.ascontiguousarray(exact.reshape(-1), dtype=np.int64).copy()
         Gaussian(sigma, integer=True).fill(self.keys.next(), 1, flat, flat)
         out: NDArray[np.float64] = flat.reshape(exact.shape).astype(np.float64)
@@ -85,10 +113,22 @@ class _Measurer:
 
     def select(self, scores: NDArray[np.float64], epsilon: float, sensitivity: float) -> int:
         """The exponential mechanism at ``epsilon`` (cost epsilon^2 / 8)."""
-        self._pay(epsilon * epsilon / 8.0)
+        self._pay(_selection_cost(epsilon))
         u = np.ascontiguousarray(scores, dtype=np.float64)
         return int(_noise.exponential_mechanism(self.keys.next(), 1, u, float(u.max()),
                                                 epsilon / (2.0 * sensitivity)))
+
+
+def largest_sigma(method: str, d: int, rho: float, edges: int | None = None) -> float:
+    """The largest noise any round of ``method`` can draw at budget ``rho`` over ``d``
+    attributes (MST: ``edges`` pairs), checked against the kernel's range before the
+    charge: AIM's first rounds' (later ones only halve it or take a larger share), or the
+    one-way tables' of a budget too small for rounds; MST's one-way and pair tables'."""
+    if method == "aim":
+        rounds = ROUNDS_PER_ATTRIBUTE * d
+        return max(math.sqrt(rounds / (2 * 0.9 * rho)), math.sqrt(d / (2 * rho)))
+    third = rho / 3 if edges else rho
+    return math.sqrt(max(d, edges or 0) / (2 * third))
 
 
 def candidates(workload: Sequence[_Attrs]) -> dict[_Attrs, float]:
@@ -109,25 +149,26 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     cands = candidates(workload)
     sensitivity = max(cands.values())
     rounds = ROUNDS_PER_ATTRIBUTE * d
-    sigma = math.sqrt(rounds / (2 * 0.9 * rho))
-    epsilon = math.sqrt(8 * 0.1 * rho / rounds)
+    sigma, epsilon = _within(Fraction(rho) / rounds, 0.9)
     ones = [(a,) for a in range(d)]
-    if measurer.spent + len(ones) / (2 * sigma ** 2) > rho:       # tiny budgets: all on 1-ways
-        sigma = math.sqrt(len(ones) / (2 * rho))
+    if len(ones) * _gaussian_cost(sigma) > measurer.left:     # tiny budgets: all on 1-ways
+        left = measurer.left
+        sigma = _rounded_up(math.sqrt(len(ones) / (2 * rho)),
+                            lambda s: len(ones) * _gaussian_cost(s) <= left)
     ms = [Measurement(r, measurer.measure(exact[r], sigma), sigma) for r in ones]
     model = estimate(ms, shape, iterations=ROUND_STEPS)
     names = list(cands)
     weights = np.array([cands[r] for r in names])
-    while measurer.rho - measurer.spent > 1e-12 * rho:
-        left = measurer.rho - measurer.spent
-        if left < 2 * (1 / (2 * sigma ** 2) + epsilon ** 2 / 8):
-            sigma = math.sqrt(1 / (2 * 0.9 * left))
-            epsilon = math.sqrt(8 * 0.1 * left)
-        used = measurer.spent + 1 / (2 * sigma ** 2) + epsilon ** 2 / 8
-        limit = max_cells * used / rho
+    final = measurer.left <= 1e-12 * rho
+    while not final:
+        if measurer.left < 2 * (_gaussian_cost(sigma) + _selection_cost(epsilon)):
+            sigma, epsilon = _within(measurer.left, 0.9)       # the last round: all of it
+            final = True
+        used = float(measurer.spent + _gaussian_cost(sigma) + _selection_cost(epsilon))
         measured = [m.clique for m in ms]
-        # Candidates whose model stays within the round's share of the size limit (the
-        # current model always does: a one-way set never grows it).
+        # Candidates whose model stays within the round's share of the size limit, and
+        # those that do not grow the model at all (one-way sets, sets inside a clique).
+        limit = max(max_cells * used / rho, model.cells)
         ok = np.array([model_cells(shape, measured + [r]) <= limit for r in names])
         scores = aim_scores(exact, model, names, weights, sigma)
         pick = names[_select_among(measurer, scores, ok, epsilon, sensitivity)]
@@ -136,8 +177,7 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
         model = estimate(ms, shape, iterations=ROUND_STEPS, warm=model)
         moved = float(np.abs(model.marginal(pick) - before).sum())
         if moved <= math.sqrt(2 / math.pi) * sigma * math.prod(shape[a] for a in pick):
-            sigma /= 2
-            epsilon *= 2
+            sigma, epsilon = sigma / 2, epsilon * 2
     model = estimate(ms, shape, iterations=FINAL_STEPS, warm=model)
     return model, ms
 
@@ -159,6 +199,13 @@ def _select_among(measurer: _Measurer, scores: NDArray[np.float64], ok: NDArray[
     """The exponential mechanism over the allowed candidates only, as an index of all."""
     allowed = np.flatnonzero(ok)
     return int(allowed[measurer.select(scores[allowed], epsilon, sensitivity)])
+
+
+def _rounded_up(sigma: float, fits: Callable[[float], bool]) -> float:
+    """``sigma`` raised by ulps until ``fits(sigma)``."""
+    while not fits(sigma):
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
 
 
 def _components(d: int, pairs: Sequence[_Attrs]) -> int:
@@ -184,13 +231,17 @@ def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     # The edges of a spanning forest of the pairs that fit a clique (public: the sizes
     # decide it): d - 1 when they join every attribute.
     edges = d - _components(d, pairs)
-    third = rho / 3 if edges else rho
-    sigma1 = math.sqrt(d / (2 * third))
+    third = Fraction(rho) / 3 if edges else Fraction(rho)
+    sigma1 = _rounded_up(math.sqrt(d / (2 * float(third))), lambda s: d * _gaussian_cost(s)
+                         <= third)
     ms = [Measurement((a,), measurer.measure(exact[(a,)], sigma1), sigma1) for a in range(d)]
     if not edges:
         return estimate(ms, shape, iterations=FINAL_STEPS), ms
-    epsilon = math.sqrt(8 * third / edges)
-    sigma2 = math.sqrt(edges / (2 * third))
+    sigma2 = _rounded_up(math.sqrt(edges / (2 * float(third))),
+                         lambda s: edges * _gaussian_cost(s) <= third)
+    epsilon = math.sqrt(8 * float(third) / edges)
+    while edges * _selection_cost(epsilon) > measurer.left - edges * _gaussian_cost(sigma2):
+        epsilon = math.nextafter(epsilon, 0.0)
     p = [np.clip(m.values, 0, None) / max(float(np.clip(m.values, 0, None).sum()), 1.0)
          for m in ms]
     total = max(float(np.mean([m.values.sum() for m in ms])), 1.0)

@@ -61,7 +61,7 @@ from ..releases.postprocess import consistent_counts
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 from ..rng import resolve_rng
-from .adaptive import _Measurer, aim, candidates, mst
+from .adaptive import _components, _Measurer, aim, candidates, largest_sigma, mst
 from .graphical import (MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate,
                         junction_tree)
 from .workloads import Marginals, _domain, marginal_sums
@@ -749,9 +749,9 @@ class MarginalRelease(Mapping[tuple[Hashable, ...], Any]):
                              f"with method 'model', 'aim' or 'mst'. Got method="
                              f"{self.method!r} instead.")
         n = round(self.model.total) if records is None else _v.check_positive_int(
-            records, "records", func)
+            records, "records", func, high=MAX_RECORDS)
         codes = self.model.synthetic(n, np.random.Generator(resolve_rng(rng, func)))
-        columns = {name: np.asarray(self.categories[name], dtype=object)[codes[:, i]]
+        columns = {name: _category_array(self.categories[name])[codes[:, i]]
                    for i, name in enumerate(self._plan.names)}
         if self._indexes is not None:
             import pandas as pd
@@ -952,8 +952,16 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
     sets = sorted(set(sets))
     counting = _Plan(plan.names, plan.sizes, sets,
                      [tuple(plan.names[a] for a in s) for s in sets])
+    edges = d - _components(d, [s for s in sets if len(s) == 2]) if how == "mst" else None
+    biggest = largest_sigma(how, d, m.rho, edges)
+    if not _v.MIN_SCALE <= biggest <= MAX_DISCRETE_SIGMA:
+        given = "'rho'" if m.epsilon is None else "'epsilon' and 'delta'"
+        raise ValueError(f"The {given} parameters of {func} must let every round of "
+                         f"method={how!r} draw a Gaussian sigma in [{_v.MIN_SCALE:g}, "
+                         f"{MAX_DISCRETE_SIGMA:g}]. Got a largest sigma of {biggest:g}.")
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
-    rel.affordable()                       # a budget the accountant cannot hold: refused
+    if not rel.affordable():               # refused before any table is counted
+        rel.charge()
     if records:
         exact = _count_codes(_record_codes(data, counting, cats, func), counting, rel.threads)
     else:
@@ -970,11 +978,24 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
 
 # -- accuracy ---------------------------------------------------------------------------
 
+#: The most records :meth:`MarginalRelease.synthetic_records` draws at once (int64 codes
+#: of every attribute for each: 8 bytes a cell).
+MAX_RECORDS = 10**9
+
+
+def _category_array(cats: list[Any]) -> NDArray[Any]:
+    """The categories as an array of their own kind (numbers stay numbers), object for a
+    mix."""
+    arr = np.asarray(cats)
+    return arr if arr.dtype.kind in "biuf" else np.asarray(cats, dtype=object)
+
+
 def _no_model_bound(method: str, func: str) -> None:
-    if method == "model":
-        raise ValueError(f"The {func} of method='model' is not stated: the model's tables "
-                         "are not linear in the noise. Use expected_error() (where the model "
-                         "is exact on its measurements) or another 'method'.")
+    if method in ("model",) + ADAPTIVE:
+        raise ValueError(f"The {func} of method={method!r} is not stated: the model's "
+                         "tables are not linear in the noise (and AIM's and MST's "
+                         "measurements are chosen by the data). Use expected_error() (where "
+                         "a measurement holds the table) or another 'method'.")
 
 
 def _variance_factors(plan: _Plan, method: str) -> list[float]:

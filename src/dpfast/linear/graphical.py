@@ -43,6 +43,7 @@ record per cell of the model's.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -58,7 +59,8 @@ MAX_CLIQUE_CELLS = 1 << 24
 #: Cliques up to this many cells are evaluated by broadcasting (no split).
 _SMALL = 1 << 15
 #: Cliques past this many cells hold their log-table and beliefs in float32 (the matrix
-#: products and exp twice as fast; margins are summed in float64).
+#: products and exp twice as fast; the products' sums accumulate in float32, about 1e-7
+#: relative).
 _SINGLE = 1 << 20
 
 _Attrs = tuple[int, ...]
@@ -491,7 +493,20 @@ class GraphicalModel:
             attrs = tuple(a for a in c if a in need)
             factors.append((attrs, self._clique[i].margins(self.beliefs()[i], [attrs])[0]
                             / self.total))
-        others = set().union(*(set(a) for a, _ in factors)) - set(keep)
+        involved = sorted(set().union(*(set(a) for a, _ in factors)))
+        if len(involved) <= 52:
+            # One contraction, numpy's greedy path with its intermediates bounded: the
+            # product of the factors is never built whole.
+            index = {a: i for i, a in enumerate(involved)}
+            args: list[Any] = []
+            for a, t in factors:
+                args += [t, [index[x] for x in a]]
+            args.append([index[x] for x in keep])
+            path = np.einsum_path(*args, optimize=("greedy", MAX_CLIQUE_CELLS))[0]
+            result: _Table = np.asarray(np.einsum(*args, optimize=path),
+                                        dtype=np.float64) * self.total
+            return result
+        others = set(involved) - set(keep)
         while others:
             def cost(v: int) -> int:
                 return _cells(self.shape, set().union(*(set(a) for a, _ in factors if v in a)))
@@ -508,7 +523,7 @@ class GraphicalModel:
         for a2, t2 in factors[1:]:
             attrs, table = _multiply(attrs, table, a2, t2, self.shape)
         assert attrs == keep
-        result: _Table = table * self.total
+        result = table * self.total
         return result
 
     def synthetic(self, records: int, generator: np.random.Generator) -> NDArray[np.int64]:
@@ -560,6 +575,9 @@ class GraphicalModel:
         standard deviations per cell (Gaussian noise). None where no measurement holds
         them: no bound is stated."""
         want = set(int(a) for a in attrs)
+        if not want or any(not 0 <= a < len(self.shape) for a in want):
+            raise ValueError("The attributes of expected_error must be some of 0.."
+                             f"{len(self.shape) - 1}.")
         precision = 0.0
         for s, sigma in zip(self.sets, self.sigmas):
             if want <= set(s):
@@ -616,6 +634,10 @@ def _checked(measurements: Sequence[Measurement], shape: Sequence[int]) -> list[
     """The measurements, each checked against the attributes' sizes ``shape`` (ValueError
     naming the measurement by position; no value is shown)."""
     d = len(shape)
+    if d == 0 or any(isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral)
+                     or n < 1 for n in shape):
+        raise ValueError("The 'shape' of estimate must be the attributes' sizes: positive "
+                         f"ints, at least one; got {len(shape)} entries, not all so.")
     out = list(measurements)
     if not out:
         raise ValueError("estimate needs at least one measurement; got none.")
@@ -632,7 +654,7 @@ def _checked(measurements: Sequence[Measurement], shape: Sequence[int]) -> list[
         if values.dtype.kind not in "iuf" or not np.isfinite(values).all():
             raise ValueError(f"Measurement {i} of estimate must hold finite real numbers.")
         sigma = m.sigma
-        if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or \
+        if isinstance(sigma, (bool, np.bool_)) or not isinstance(sigma, numbers.Real) or \
                 not math.isfinite(sigma) or sigma < 0:
             raise ValueError(f"Measurement {i} of estimate must have a finite sigma >= 0 "
                              "(0: an exact table).")
@@ -667,6 +689,12 @@ def estimate(measurements: Sequence[Measurement], shape: Sequence[int], *,
                                   1.0 / math.sqrt(w1 + w2))
         else:
             combined[m.clique] = (m.values, m.sigma)
+    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral) or \
+            iterations < 1:
+        raise ValueError(f"The 'iterations' of estimate must be an int >= 1; got {iterations!r}.")
+    if warm is not None and warm.shape != tuple(int(n) for n in shape):
+        raise ValueError("The 'warm' model of estimate must have the same attributes' sizes "
+                         f"as 'shape': {warm.shape} against {tuple(shape)}.")
     ms = [Measurement(c, v, s) for c, (v, s) in combined.items()]
     exact = [m.sigma == 0 for m in ms]
     if any(exact):
@@ -714,7 +742,7 @@ def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
         beta = (k - 1) / (k + 2.0)
         y_new = [a + beta * (a - b) for a, b in zip(x, x_prev)]
         ln, gn = at(y_new)
-        if ln > last:
+        if not ln <= last:                  # a rise, or a non-finite loss: restart
             # Restart: back to the best point, half the step, no momentum.
             eta *= 0.5
             k = 0
