@@ -122,11 +122,13 @@ class _Measurer:
 def largest_sigma(method: str, d: int, rho: float, edges: int | None = None) -> float:
     """The largest noise any round of ``method`` can draw at budget ``rho`` over ``d``
     attributes (MST: ``edges`` pairs), checked against the kernel's range before the
-    charge: AIM's first rounds' (later ones only halve it or take a larger share), or the
-    one-way tables' of a budget too small for rounds; MST's one-way and pair tables'."""
+    charge: AIM's first rounds' times sqrt(1 / 0.9) (later rounds halve it, and the last
+    round spends what is left, at least one earlier round's cost, 0.9 of it on its
+    measurement), or the one-way tables' of a budget too small for rounds; MST's one-way
+    and pair tables'."""
     if method == "aim":
         rounds = ROUNDS_PER_ATTRIBUTE * d
-        return max(math.sqrt(rounds / (2 * 0.9 * rho)), math.sqrt(d / (2 * rho)))
+        return max(math.sqrt(rounds / (2 * 0.9 * 0.9 * rho)), math.sqrt(d / (2 * rho)))
     third = rho / 3 if edges else rho
     return math.sqrt(max(d, edges or 0) / (2 * third))
 
