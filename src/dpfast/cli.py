@@ -1426,12 +1426,13 @@ def _bench_records(args: argparse.Namespace, out: TextIO,
 
 def _print_report(report: dict[str, Any], markdown: str, args: argparse.Namespace,
                   out: TextIO, json_out: "OutputFile | None") -> int:
-    """Print a benchmark's Markdown, and write its report as JSON when asked."""
-    print(markdown, file=out)
+    """Write a benchmark's report as JSON when asked, then print its Markdown."""
     if json_out is not None:
         with open(json_out.tmp, "w") as f:
             json.dump(report, f, indent=2, default=str)
         json_out.commit()
+    print(markdown, file=out)
+    if json_out is not None:
         print(f"\nResults written to {args.json}.", file=out)
     return 0
 

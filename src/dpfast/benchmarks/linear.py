@@ -327,7 +327,7 @@ GRAPHICAL = (("dp.marginals(method='model'), every 2-way table measured", 2, "mo
 
 def graphical_tables(epsilons: tuple[float, ...] = (0.3, 1.0, 3.0), seeds: int = 3,
                      delta: float = 1e-9, peer: str | None = None, peer_seeds: int = 1,
-                     peer_timeout: float = 1800.0) -> list[dict[str, Any]]:
+                     peer_timeout: float = 600.0) -> list[dict[str, Any]]:
     """Graphical-model releases of the Adult table (8 columns) with Gaussian noise at
     (epsilon, ``delta``): the mean over all 2-way and over all 3-way tables of the model's
     l1 error divided by the number of records (mean over ``seeds`` releases), and median
@@ -381,14 +381,15 @@ def graphical_tables(epsilons: tuple[float, ...] = (0.3, 1.0, 3.0), seeds: int =
                              if done else None,
                              "l1_3way": statistics.mean(g["l1_3way"] for g in done)
                              if done else None,
-                             "seconds": statistics.median(g["seconds"] for g in got),
+                             "seconds": statistics.median(g["seconds"] for g in got)
+                             if all(g["seconds"] is not None for g in got) else None,
                              "outcome": ", ".join(sorted({g["outcome"] for g in got})),
                              "timeout": peer_timeout})
     return rows
 
 
 def wide_table(epsilon: float = 1.0, seeds: int = 1, delta: float = 1e-9,
-               peer: str | None = None, peer_timeout: float = 2400.0) -> list[dict[str, Any]]:
+               peer: str | None = None, peer_timeout: float = 600.0) -> list[dict[str, Any]]:
     """All 2-way tables of the wide Adult table (:func:`adult_wide`: 14 columns, a domain
     of about 10**14 cells that no dense array holds): AIM and MST at (``epsilon``,
     ``delta``), the mean l1 error per record over the 91 tables, median seconds, and the
@@ -519,10 +520,12 @@ def _wide_markdown(rows: list[dict[str, Any]]) -> list[str]:
              "| method | releases | all 2-way | seconds | model cells |",
              "|---|---:|---:|---:|---:|"]
     for r in rows:
-        err = f"{r['l1_2way']:.4f}" if r["l1_2way"] is not None else r.get("outcome", "")
+        err = f"{r['l1_2way']:.4f}" if r["l1_2way"] is not None else \
+            f"did not finish in {r['timeout']:.0f} s" if r.get("outcome") == "timeout" \
+            else r.get("outcome", "")
         cells = f"{r['model_cells']:,}" if r.get("model_cells") else ""
-        lines.append(f"| {r['method']} | {r['runs']} | {err} | {r['seconds']:.1f} | "
-                     f"{cells} |")
+        sec = "" if r["seconds"] is None else f"{r['seconds']:.1f}"
+        lines.append(f"| {r['method']} | {r['runs']} | {err} | {sec} | {cells} |")
     return lines
 
 
@@ -545,8 +548,9 @@ def _graphical_markdown(rows: list[dict[str, Any]]) -> list[str]:
             two = f"{r['l1_2way']:.4f} +- {r['l1_2way_sd']:.4f}"
             three = f"{r['l1_3way']:.4f}"
         cells = f"{r['model_cells']:,}" if r.get("model_cells") else ""
+        sec = "" if r["seconds"] is None else f"{r['seconds']:.2f}"
         lines.append(f"| {r['epsilon']:g} | {r['method']} | {r['runs']} | {two} | {three} | "
-                     f"{r['seconds']:.2f} | {cells} |")
+                     f"{sec} | {cells} |")
     return lines
 
 

@@ -1,0 +1,39 @@
+"""Graphical models of the Adult data beside private-pgm (the graphical and wide tables of
+`dpfast bench --linear`, alone).
+
+    python bench/graphical_models.py [--mbi DIR] [--seeds 3] [--peer-timeout 600] [--json FILE]
+
+dp.marginals with method='model', 'aim' (2- and 3-way workloads) and 'mst' at epsilon 0.3, 1
+and 3 (delta 1e-9), all 2-way and 3-way tables of the 8 columns; the wide 14-column table's
+2-way tables; with --mbi, private-pgm's AIM and MST (mbi 2.0.0 installed apart, see
+dpfast.benchmarks.pgm_peer) in a child process each, stopped after --peer-timeout seconds.
+"""
+import argparse
+import json
+import sys
+
+from dpfast.benchmarks import linear
+from dpfast.benchmarks.core import machine_info
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mbi", metavar="DIR", default=None)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--peer-timeout", type=float, default=600.0)
+    ap.add_argument("--json", metavar="FILE", default=None)
+    args = ap.parse_args()
+    report = {"machine": machine_info(),
+              "graphical": linear.graphical_tables(seeds=args.seeds, peer=args.mbi,
+                                                   peer_timeout=args.peer_timeout),
+              "wide": linear.wide_table(peer=args.mbi, peer_timeout=args.peer_timeout)}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2, default=str)
+    print("\n".join(linear._graphical_markdown(report["graphical"])
+                    + linear._wide_markdown(report["wide"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
