@@ -279,3 +279,24 @@ def test_budgets_benchmark_runs_small(tmp_path):
     assert list(tmp_path.iterdir()) == []                     # its ledger removed
     text = budgets.to_markdown(report)
     assert "vs discrete Laplace" in text and "(baseline)" in text
+
+
+def test_graphical_tables_print_failed_and_stopped_peers():
+    # A peer that failed, or was stopped, has no errors and perhaps no seconds: the tables
+    # still print (a formatting error once lost a whole run's figures).
+    from dpfast.benchmarks import linear
+    ours = {"epsilon": 1.0, "delta": 1e-9, "method": "dp.marginals(method='aim')", "runs": 3,
+            "l1_2way": 0.037, "l1_2way_sd": 0.001, "l1_3way": 0.094, "seconds": 2.5,
+            "model_cells": 40140}
+    failed = {"epsilon": 1.0, "delta": 1e-9, "method": "private-pgm MST", "runs": 0,
+              "l1_2way": None, "l1_2way_sd": None, "l1_3way": None, "seconds": None,
+              "outcome": "failed", "timeout": 600.0}
+    stopped = {**failed, "outcome": "timeout", "seconds": 600.0}
+    text = "\n".join(linear._graphical_markdown([ours, failed, stopped]))
+    assert "0.0370 +- 0.0010" in text and "| failed | failed |" in text
+    assert "did not finish in 600 s" in text
+    wide = [{"columns": 14, "domain": 10**14, "epsilon": 1.0, "delta": 1e-9, "method": m,
+             "runs": 0, "l1_2way": None, "seconds": s, "outcome": o, "timeout": 600.0}
+            for m, s, o in [("a", None, "failed"), ("b", 600.0, "timeout")]]
+    text = "\n".join(linear._wide_markdown(wide))
+    assert "| a | 0 | failed |  |" in text and "did not finish in 600 s" in text
