@@ -1,11 +1,12 @@
 """Graphical models of the Adult data beside private-pgm (the graphical and wide tables of
 `dpfast bench --linear`, alone).
 
-    python bench/graphical_models.py [--mbi DIR] [--seeds 3] [--peer-timeout 600] [--json FILE]
+    python bench/graphical_models.py [--mbi DIR] [--seeds 3] [--epsilons 0.3 1 3]
+        [--peer-timeout 600] [--json FILE]
 
 dp.marginals with method='model', 'aim' (2- and 3-way workloads) and 'mst' at epsilon 0.3, 1
 and 3 (delta 1e-9), all 2-way and 3-way tables of the 8 columns; the wide 14-column table's
-2-way tables; with --mbi, private-pgm's AIM and MST (mbi 2.0.0 installed apart, see
+2-way tables (at the first epsilon); with --mbi, private-pgm's AIM and MST (mbi 2.0.0 installed apart, see
 dpfast.benchmarks.pgm_peer) in a child process each, stopped after --peer-timeout seconds.
 """
 import argparse
@@ -20,18 +21,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mbi", metavar="DIR", default=None)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--peer-timeout", type=float, default=600.0)
-    ap.add_argument("--json", metavar="FILE", default=None)
+    ap.add_argument("--json", metavar="FILE", default=None,
+                    help="the rows, one JSON object a line, appended as each part ends")
     args = ap.parse_args()
-    report = {"machine": machine_info(),
-              "graphical": linear.graphical_tables(seeds=args.seeds, peer=args.mbi,
-                                                   peer_timeout=args.peer_timeout),
-              "wide": linear.wide_table(peer=args.mbi, peer_timeout=args.peer_timeout)}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2, default=str)
-    print("\n".join(linear._graphical_markdown(report["graphical"])
-                    + linear._wide_markdown(report["wide"])))
+    graphical, wide = [], []
+
+    def keep(rows: list, part: str) -> None:
+        if args.json:
+            with open(args.json, "a") as f:
+                for row in rows:
+                    f.write(json.dumps({"part": part, **row}, default=str) + "\n")
+    keep([machine_info()], "machine")
+    for i, eps in enumerate(args.epsilons):
+        rows = linear.graphical_tables((eps,), seeds=args.seeds, peer=args.mbi,
+                                       peer_timeout=args.peer_timeout)
+        graphical += rows
+        keep(rows, "graphical")
+        if i == 0:                       # the wide table after the first epsilon
+            wide = linear.wide_table(epsilon=eps, peer=args.mbi,
+                                     peer_timeout=args.peer_timeout)
+            keep(wide, "wide")
+    print("\n".join(linear._graphical_markdown(graphical) + linear._wide_markdown(wide)))
     return 0
 
 
