@@ -372,8 +372,8 @@ def graphical_tables(epsilons: tuple[float, ...] = (0.3, 1.0, 3.0), seeds: int =
                        for seed in range(peer_seeds)]
                 done = [g for g in got if g["outcome"] == "ok"]
                 rows.append({"case": "Adult graphical", "epsilon": eps, "delta": delta,
-                             "method": f"private-pgm {method.upper()} (mbi "
-                                       f"{got[0].get('version') or '?'}), 2-way workload",
+                             "method": f"private-pgm {method.upper()} "
+                                       f"({got[0].get('version') or 'mbi'}), 2-way workload",
                              "runs": len(done),
                              "l1_2way": statistics.mean(g["l1_2way"] for g in done)
                              if done else None,
@@ -427,8 +427,8 @@ def wide_table(epsilon: float = 1.0, seeds: int = 1, delta: float = 1e-9,
                                wide=True)
             rows.append({"case": "Adult wide", "columns": len(names),
                          "domain": math.prod(shape), "epsilon": epsilon, "delta": delta,
-                         "method": f"private-pgm {method.upper()} (mbi "
-                                   f"{got.get('version') or '?'}), all 2-way tables",
+                         "method": f"private-pgm {method.upper()} "
+                                   f"({got.get('version') or 'mbi'}), all 2-way tables",
                          "runs": int(got["outcome"] == "ok"), "l1_2way": got["l1_2way"],
                          "seconds": got["seconds"], "model_cells": None,
                          "outcome": got["outcome"], "timeout": peer_timeout})
