@@ -295,3 +295,27 @@ def test_estimate_refuses_bad_shapes_iterations_and_warm_models():
         G.estimate([m], (3,), warm=other)
     with pytest.raises(ValueError, match="expected_error"):
         other.expected_error((7,))
+
+
+def test_a_marginal_over_more_than_52_attributes_of_a_chain():
+    # einsum names at most 52 axes: a longer subtree is eliminated attribute by attribute.
+    # A chain of 60 binary attributes: P(x0, x59) by the product of its transfer matrices.
+    d = 60
+    gen = np.random.default_rng(8)
+    sets = [(i, i + 1) for i in range(d - 1)]
+    model = G.GraphicalModel((2,) * d, sets, 100.0)
+    model.set_potentials([gen.normal(size=(2, 2)) for _ in sets])
+    chain = np.eye(2)
+    for t in model.potentials:
+        chain = chain @ np.exp(t)
+    want = chain / chain.sum() * 100.0
+    np.testing.assert_allclose(model.marginal((0, d - 1)), want, rtol=1e-9)
+
+
+def test_synthetic_records_past_the_cap_are_refused():
+    cols, keys = records(n=200)
+    rel = dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method="mst",
+                       accountant=dp.Accountant(rho=1.0), rng=1)
+    from dpfast.linear.contingency import MAX_RECORDS
+    with pytest.raises(ValueError, match="records"):
+        rel.synthetic_records(MAX_RECORDS + 1)

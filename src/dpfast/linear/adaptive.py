@@ -86,12 +86,12 @@ def _within(budget: Fraction, share: float) -> tuple[float, float]:
 
 
 class _Measurer:
-    """The rounds' draws under one charged release: the keys, the threads, and the rho
-    spent so far, kept exactly (a Fraction): a round that would pass the charged ``rho``
+    """The rounds' draws under one charged release (tables of a few cells each: one thread):
+    the keys, and the rho spent so far, kept exactly (a Fraction): a round that would pass the charged ``rho``
     by any amount is refused (an error of the planning, never reached)."""
 
-    def __init__(self, keys: Keys, threads: int, rho: float) -> None:
-        self.keys, self.threads, self.rho = keys, threads, rho
+    def __init__(self, keys: Keys, rho: float) -> None:
+        self.keys, self.rho = keys, rho
         self.spent = Fraction(0)
 
     @property
@@ -124,11 +124,9 @@ def largest_sigma(method: str, d: int, rho: float, edges: int | None = None) -> 
     attributes (MST: ``edges`` pairs), checked against the kernel's range before the
     charge: AIM's first rounds' times sqrt(1 / 0.9) (later rounds halve it, and the last
     round spends what is left, at least one earlier round's cost, 0.9 of it on its
-    measurement), or the one-way tables' of a budget too small for rounds; MST's one-way
-    and pair tables'."""
+    measurement); MST's one-way and pair tables'."""
     if method == "aim":
-        rounds = ROUNDS_PER_ATTRIBUTE * d
-        return max(math.sqrt(rounds / (2 * 0.9 * 0.9 * rho)), math.sqrt(d / (2 * rho)))
+        return math.sqrt(ROUNDS_PER_ATTRIBUTE * d / (2 * 0.9 * 0.9 * rho))
     third = rho / 3 if edges else rho
     return math.sqrt(max(d, edges or 0) / (2 * third))
 
@@ -152,16 +150,12 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     sensitivity = max(cands.values())
     rounds = ROUNDS_PER_ATTRIBUTE * d
     sigma, epsilon = _within(Fraction(rho) / rounds, 0.9)
-    ones = [(a,) for a in range(d)]
-    if len(ones) * _gaussian_cost(sigma) > measurer.left:     # tiny budgets: all on 1-ways
-        left = measurer.left
-        sigma = _rounded_up(math.sqrt(len(ones) / (2 * rho)),
-                            lambda s: len(ones) * _gaussian_cost(s) <= left)
+    ones = [(a,) for a in range(d)]     # d of the 16 d rounds' shares: always affordable
     ms = [Measurement(r, measurer.measure(exact[r], sigma), sigma) for r in ones]
     model = estimate(ms, shape, iterations=ROUND_STEPS)
     names = list(cands)
     weights = np.array([cands[r] for r in names])
-    final = measurer.left <= 1e-12 * rho
+    final = False
     while not final:
         if measurer.left < 2 * (_gaussian_cost(sigma) + _selection_cost(epsilon)):
             sigma, epsilon = _within(measurer.left, 0.9)       # the last round: all of it

@@ -967,7 +967,7 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
     else:
         exact = _sum_tables(_check_counts(data, func), counting)
     tables = dict(zip(sets, exact))
-    measurer = _Measurer(rel.charge_keys(), rel.threads, m.rho)
+    measurer = _Measurer(rel.charge_keys(), m.rho)
     if how == "aim":
         model, _ = aim(tables, plan.sizes, plan.sets, measurer)
     else:

@@ -316,15 +316,18 @@ class _Clique:
         return out
 
 
-def _log_margins(clique: _Clique, logits: _Table,
-                 sets: Sequence[_Attrs]) -> tuple[list[_Table], float]:
-    """log of the marginals of exp(logits) on ``sets``, and log of its sum."""
+def _exponentiate(logits: _Table) -> float:
+    """exp(logits - max) in place (every cell in [0, 1], the largest 1); returns the max."""
     top = float(np.max(logits))
-    p = np.exp(logits - top)
-    tables = clique.margins(p, sets)
-    total = float(p.sum())
+    np.subtract(logits, top, out=logits)
+    np.exp(logits, out=logits)
+    return top
+
+
+def _logs(tables: Sequence[_Table], top: float) -> list[_Table]:
+    """log of tables summed from exp(logits - top): log-sums of the logits."""
     with np.errstate(divide="ignore"):
-        return [np.log(t) + top for t in tables], math.log(total) + top
+        return [np.log(t) + top for t in tables]
 
 
 class GraphicalModel:
@@ -400,19 +403,17 @@ class GraphicalModel:
         up: dict[int, _Table] = {}
         down: dict[int, _Table] = {}
         for parent, child in reversed(self.tree.edges):
-            logits = self._clique[child].logits(self._tables(child, up, down))
-            up[child] = _log_margins(self._clique[child], logits,
-                                     [self._sep(child, parent)])[0][0]
+            p = self._clique[child].logits(self._tables(child, up, down))
+            top = _exponentiate(p)
+            up[child] = _logs(self._clique[child].margins(p, [self._sep(child, parent)]),
+                              top)[0]
         out: list[_Table] = [np.zeros(0)] * n
         for i in [0] + [c for _, c in self.tree.edges]:
             p = self._clique[i].logits(self._tables(i, up, down))
-            top = float(np.max(p))
-            np.subtract(p, top, out=p)
-            np.exp(p, out=p)
+            top = _exponentiate(p)
             seps = [self._sep(i, j) for j in self.children[i]]
-            for j, m in zip(self.children[i], self._clique[i].margins(p, seps)):
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    lm = np.log(m) + top
+            for j, lm in zip(self.children[i], _logs(self._clique[i].margins(p, seps), top)):
+                with np.errstate(invalid="ignore"):
                     down[j] = np.where(np.isfinite(lm), lm - up[j], -np.inf)
             p *= self.total / float(p.sum())
             out[i] = p
