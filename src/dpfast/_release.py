@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from . import _native
 from ._native import CHUNK, ChaCha20
-from .accounting import Accountant, AccountantLike, resolve_accountant
+from .accounting import Accountant, AccountantLike, BudgetExceededError, resolve_accountant
 from .rng import resolve_rng, resolve_threads
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["Release", "Keys", "draw", "release", "sampler_keys", "key_digest", "ledger_path"]
+__all__ = ["Release", "Keys", "draw", "release", "sampler_keys", "key_digest", "ledger_path",
+           "refuse_unaffordable"]
 
 
 class Keys:
@@ -254,3 +255,15 @@ def release(func: str, accountant: AccountantLike | None, epsilon: float | None,
     else:
         acct.spend(epsilon, delta, rho=rho, label=func)
     return kernel(Keys(gen) if keys else _native.Key(gen), nthreads, *args)
+
+
+def refuse_unaffordable(rel: Release, where: str) -> None:
+    """Refuse a release the budget cannot pay before anything is read (ValueError for a
+    cost this accountant cannot take at all: rho alone on an (epsilon, delta) budget);
+    ``where``: the module named in the message."""
+    if not rel.affordable():
+        cost = f"epsilon={rel.epsilon!r}" if rel.rho is None else \
+            f"rho={rel.rho!r}" if rel.epsilon is None else \
+            f"epsilon={rel.epsilon!r}, delta={rel.delta!r} (rho={rel.rho!r})"
+        raise BudgetExceededError(f"{where}.{rel.func} needs {cost}, more than the "
+                                  f"accountant has left; nothing was read, spent or drawn.")

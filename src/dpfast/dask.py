@@ -67,7 +67,7 @@ import numpy as np
 from . import _native
 from . import pieces as _pieces
 from . import validation as _v
-from ._release import Release
+from ._release import Release, refuse_unaffordable
 from .releases import histograms as _hist
 from .releases import postprocess as _post
 from .noise import Gaussian, Laplace
@@ -215,7 +215,7 @@ def noisy_counts(counts: da.Array, *, noise: str = "laplace", epsilon: float | N
     narrow = out_dtype == np.int32 and counts.dtype.itemsize >= 4
     checked = check and (not integer or counts.dtype.itemsize == 8 or narrow)
     rel = Release(func, accountant, m.epsilon, m.delta, rng, rho=m.rho)
-    _pieces.refuse_unaffordable(rel, "dpfast.dask")                      # before the data is read
+    refuse_unaffordable(rel, "dpfast.dask")                      # before the data is read
     if counts.ndim > 1:
         counts = counts.rechunk({a: -1 for a in range(1, counts.ndim)})
     # The one read before the charge: every block's keyed digest (binding the release to
@@ -575,7 +575,7 @@ def _released(func: str, counted: Any, cost: _Cost, accountant: AccountantLike |
     threads, *args)`` in one task where the counts are; only its result reaches the
     client. ``cost``: the whole release's (epsilon, delta, rho), charged once."""
     rel = Release(func, accountant, cost.epsilon, cost.delta, rng, rho=cost.rho)
-    _pieces.refuse_unaffordable(rel, "dpfast.dask")
+    refuse_unaffordable(rel, "dpfast.dask")
     counted = _read_before_charge(counted)
     key = bytes(rel.charge())
     return dask.delayed(_noised, pure=False)(noise, counted, key, *args).compute()

@@ -37,8 +37,7 @@ import numpy as np
 
 from . import _native
 from . import validation as _v
-from ._release import Release
-from .accounting import BudgetExceededError
+from ._release import Release, refuse_unaffordable
 
 if TYPE_CHECKING:
     from .accounting import AccountantLike
@@ -63,18 +62,6 @@ def digest(mac: bytes, block: np.ndarray) -> bytes:
     seed = int.from_bytes(mac[:8], "little")
     return head + _native.checksum(flat, seed).to_bytes(8, "little")
 
-
-
-def refuse_unaffordable(rel: Release, where: str) -> None:
-    """Refuse a release the budget cannot pay before anything is read (ValueError for a
-    cost this accountant cannot take at all: rho alone on an (epsilon, delta) budget);
-    ``where``: the module named in the message."""
-    if not rel.affordable():
-        cost = f"epsilon={rel.epsilon!r}" if rel.rho is None else \
-            f"rho={rel.rho!r}" if rel.epsilon is None else \
-            f"epsilon={rel.epsilon!r}, delta={rel.delta!r} (rho={rel.rho!r})"
-        raise BudgetExceededError(f"{where}.{rel.func} needs {cost}, more than the "
-                                  f"accountant has left; nothing was read, spent or drawn.")
 
 
 

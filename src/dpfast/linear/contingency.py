@@ -54,7 +54,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from .._release import Release
+from .._release import Release, refuse_unaffordable
 from ..mechanisms.laplace import max_error_bound
 from ..accounting import composes_in_zcdp
 from ..releases.postprocess import consistent_counts
@@ -960,8 +960,7 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
                          f"method={how!r} draw a Gaussian sigma in [{_v.MIN_SCALE:g}, "
                          f"{MAX_DISCRETE_SIGMA:g}]. Got a largest sigma of {biggest:g}.")
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
-    if not rel.affordable():               # refused before any table is counted
-        rel.charge()
+    refuse_unaffordable(rel, "dpfast")     # before any table is counted
     if records:
         exact = _count_codes(_record_codes(data, counting, cats, func), counting, rel.threads)
     else:
