@@ -1,8 +1,8 @@
 """Graphical models of the Adult data beside private-pgm (the graphical and wide tables of
 `dpfast bench --linear`, alone).
 
-    python bench/graphical_models.py [--mbi DIR] [--seeds 3] [--epsilons 0.3 1 3]
-        [--peer-timeout 600] [--json FILE]
+    python bench/graphical_models.py [--mbi DIR] [--seeds 3] [--peer-seeds 1]
+        [--epsilons 0.3 1 3] [--peer-timeout 600] [--json FILE]
 
 dp.marginals with method='model', 'aim' (2- and 3-way workloads) and 'mst' at epsilon 0.3, 1
 and 3 (delta 1e-9), all 2-way and 3-way tables of the 8 columns; the wide 14-column table's
@@ -21,6 +21,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mbi", metavar="DIR", default=None)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--peer-seeds", type=int, default=1,
+                    help="seeds of each private-pgm release (each may take many minutes)")
     ap.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--peer-timeout", type=float, default=600.0)
     ap.add_argument("--json", metavar="FILE", default=None,
@@ -36,7 +38,7 @@ def main() -> int:
     keep([machine_info()], "machine")
     for i, eps in enumerate(args.epsilons):
         rows = linear.graphical_tables((eps,), seeds=args.seeds, peer=args.mbi,
-                                       peer_timeout=args.peer_timeout)
+                                       peer_seeds=args.peer_seeds, peer_timeout=args.peer_timeout)
         graphical += rows
         keep(rows, "graphical")
         if i == 0:                       # the wide table after the first epsilon
