@@ -160,19 +160,47 @@ def test_synthetic_records_follow_the_model():
     shape = (3, 4, 2, 3, 2)
     model = G.GraphicalModel(shape, [(0, 1), (1, 2, 3), (3, 4)], 20000.0)
     model.set_potentials([gen.normal(size=t.shape) for t in model.potentials])
-    rows = model.synthetic(20000, np.random.default_rng(6))
-    assert rows.shape == (20000, 5) and rows.dtype == np.int64
-    counts = np.zeros(shape)
-    np.add.at(counts, tuple(rows.T), 1)
-    # The root clique's cells by systematic sampling: within one record of the model.
+    drawn = {}
+    for rake in (False, True):
+        rows = model.synthetic(20000, np.random.default_rng(6), rake=rake)
+        assert rows.shape == (20000, 5) and rows.dtype == np.int64
+        counts = np.zeros(shape)
+        np.add.at(counts, tuple(rows.T), 1)
+        drawn[rake] = counts
+        # Every clique and a set across cliques, within sampling error (4 standard
+        # deviations of a multinomial count at most: false alarm below 1e-4 per cell).
+        for attrs in list(model.tree.cliques) + [(0, 4), (0, 2, 4)]:
+            want = model.marginal(attrs)
+            sd = np.sqrt(want * (1 - want / 20000.0)) + 1.0
+            assert (np.abs(marginal_of(counts, attrs) - want) <= 4 * sd).all(), attrs
+    # Drawn alone, the root clique's cells by systematic sampling: within one record.
     root = model.tree.cliques[0]
-    assert np.abs(marginal_of(counts, root) - model.marginal(root)).max() <= 1.0 + 1e-9
-    # Every clique and a set across cliques, within sampling error (4 standard deviations
-    # of a multinomial count at most: false alarm below 1e-4 per cell).
-    for attrs in list(model.tree.cliques) + [(0, 4), (0, 2, 4)]:
-        want = model.marginal(attrs)
-        sd = np.sqrt(want * (1 - want / 20000.0)) + 1.0
-        assert (np.abs(marginal_of(counts, attrs) - want) <= 4 * sd).all(), attrs
+    assert np.abs(marginal_of(drawn[False], root) - model.marginal(root)).max() <= 1 + 1e-9
+    # Raked: no measured table farther from the model's, the sum of them nearer.
+    gaps = {rake: [np.abs(marginal_of(drawn[rake], s) - model.marginal(s)).sum()
+                   for s in model.sets] for rake in drawn}
+    assert all(r <= p + 1e-9 for r, p in zip(gaps[True], gaps[False]))
+    assert sum(gaps[True]) < sum(gaps[False])
+
+
+def test_raking_brings_rows_to_reachable_tables():
+    # Targets that some rows meet exactly (another draw's counts): raking a random draw
+    # closes most of its l1 distance to them, never adds a row, and keeps codes in range.
+    gen = np.random.default_rng(8)
+    shape = (4, 6, 3)
+    goal = np.stack([gen.integers(0, n, 5000) for n in shape], axis=1)
+    rows = np.stack([gen.integers(0, n, 5000) for n in shape], axis=1)
+    sets = [(0, 1), (1, 2), (0,)]
+    targets = {s: marginal_of(np.bincount(np.ravel_multi_index(goal.T, shape),
+                                          minlength=72).reshape(shape), s) for s in sets}
+
+    def gap():
+        c = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=72).reshape(shape)
+        return sum(np.abs(marginal_of(c, s) - targets[s]).sum() for s in sets)
+    before = gap()
+    G._rake(rows, shape, targets, np.random.default_rng(9))
+    assert rows.shape == (5000, 3) and all((rows[:, i] < n).all() for i, n in enumerate(shape))
+    assert gap() <= 0.15 * before
 
 
 def records(n=3000, seed=0):
