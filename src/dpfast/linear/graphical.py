@@ -374,7 +374,8 @@ class GraphicalModel:
                 seps.append(self._sep(i, self.parent[i]))
             self._clique.append(_Clique(self.shape, c, own + seps))
         self.potentials = [np.zeros([self.shape[a] for a in s]) for s in self.sets]
-        self._beliefs: list[_Table] | None = None
+        # (beliefs, measured marginals), one object: threads reading one model see both.
+        self._inferred: tuple[list[_Table], list[_Table]] | None = None
 
     @property
     def cells(self) -> int:
@@ -386,7 +387,7 @@ class GraphicalModel:
 
     def set_potentials(self, potentials: Sequence[_Table]) -> None:
         self.potentials = list(potentials)
-        self._beliefs = None
+        self._inferred = None
 
     def _tables(self, i: int, up: dict[int, _Table], down: dict[int, _Table]) -> list[_Table]:
         """The clique's factor tables, in its sets' order: its potentials, its children's
@@ -401,8 +402,12 @@ class GraphicalModel:
     def beliefs(self) -> list[_Table]:
         """Each clique's marginal as a (cells of U, cells of V) matrix summing to ``total``:
         belief propagation in log space, messages up the tree, then down."""
-        if self._beliefs is not None:
-            return self._beliefs
+        return self._inference()[0]
+
+    def _inference(self) -> tuple[list[_Table], list[_Table]]:
+        """The beliefs and the measured sets' marginals, computed once per potentials."""
+        if self._inferred is not None:
+            return self._inferred
         n = len(self.tree.cliques)
         up: dict[int, _Table] = {}
         down: dict[int, _Table] = {}
@@ -412,27 +417,28 @@ class GraphicalModel:
             up[child] = _logs(self._clique[child].margins(p, [self._sep(child, parent)]),
                               top)[0]
         out: list[_Table] = [np.zeros(0)] * n
+        measured: list[_Table] = [np.zeros(0)] * len(self.sets)
         for i in [0] + [c for _, c in self.tree.edges]:
             p = self._clique[i].logits(self._tables(i, up, down))
             top = _exponentiate(p)
             seps = [self._sep(i, j) for j in self.children[i]]
-            for j, lm in zip(self.children[i], _logs(self._clique[i].margins(p, seps), top)):
+            own = [k for k, h in enumerate(self.home) if h == i]
+            # One pass over the clique for its children's messages and its measured sets.
+            tables = self._clique[i].margins(p, seps + [self.sets[k] for k in own])
+            for j, lm in zip(self.children[i], _logs(tables[:len(seps)], top)):
                 with np.errstate(invalid="ignore"):
                     down[j] = np.where(np.isfinite(lm), lm - up[j], -np.inf)
-            p *= self.total / float(p.sum())
+            scale = self.total / float(p.sum())
+            p *= scale
+            for k, t in zip(own, tables[len(seps):]):
+                measured[k] = t * scale
             out[i] = p
-        self._beliefs = out
-        return out
+        self._inferred = (out, measured)
+        return self._inferred
 
     def measured_marginals(self) -> list[_Table]:
         """The model's tables on the measured sets (sorted axes), in order."""
-        beliefs = self.beliefs()
-        out: list[_Table] = [np.zeros(0)] * len(self.sets)
-        for i, clique in enumerate(self._clique):
-            idx = [k for k, h in enumerate(self.home) if h == i]
-            for k, t in zip(idx, clique.margins(beliefs[i], [self.sets[k] for k in idx])):
-                out[k] = t
-        return out
+        return list(self._inference()[1])
 
     def clique_table(self, i: int) -> _Table:
         """Clique ``i``'s belief with one axis per attribute of the clique, sorted."""
