@@ -155,6 +155,28 @@ def test_the_noisy_fit_descends_to_a_consistent_nonnegative_model():
     assert model.expected_error((0, 1, 2)) is None
 
 
+def test_the_fit_stops_at_the_noises_own_loss():
+    gen = np.random.default_rng(3)
+    shape = (4, 5, 3, 6)
+    x = gen.poisson(30.0, shape).astype(float)
+    sets = list(itertools.combinations(range(4), 2))
+    ms = [G.Measurement(c, marginal_of(x, c) + gen.normal(0, 4.0, marginal_of(x, c).shape),
+                        4.0) for c in sets]
+    cells = sum(m.values.size for m in ms)
+
+    def loss(model):                     # in units of sigma: cells / 2 at the truth
+        return sum(((model.marginal(m.clique) - m.values) ** 2).sum() for m in ms) / 32.0
+    assert loss(G.estimate(ms, shape, iterations=3)) > G.DISCREPANCY * cells / 2
+    stopped = G.estimate(ms, shape, iterations=500)
+    assert loss(stopped) <= G.DISCREPANCY * cells / 2
+    run_on = G.estimate(ms, shape, iterations=500, discrepancy=None)
+    assert loss(run_on) < 0.9 * loss(stopped)
+    assert loss(G.estimate(ms, shape, iterations=500, discrepancy=3.0)) > loss(stopped)
+    for bad in (-0.1, float("nan"), float("inf"), True, "0.7"):
+        with pytest.raises(ValueError, match="discrepancy"):
+            G.estimate(ms, shape, discrepancy=bad)
+
+
 def test_synthetic_records_follow_the_model():
     gen = np.random.default_rng(5)
     shape = (3, 4, 2, 3, 2)

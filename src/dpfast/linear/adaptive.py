@@ -57,7 +57,10 @@ __all__ = ["aim", "mst", "candidates", "aim_scores"]
 _Attrs = tuple[int, ...]
 #: AIM's first rounds' share of the budget: ``ROUNDS_PER_ATTRIBUTE * d`` rounds.
 ROUNDS_PER_ATTRIBUTE = 16
-#: Steps of the fit after each round (warm start) and at the end.
+#: Steps of the fit after each round (warm start) and at the end. The rounds' fits run all
+#: their steps (no stop at the noise's loss, graphical.DISCREPANCY): a round's test of how
+#: far its measurement moved the model needs the model fitted to it; stopped there, the
+#: rounds halved sigma sooner and 2-way error at epsilon = 1 rose from 0.037 to 0.043.
 ROUND_STEPS = 40
 FINAL_STEPS = 250
 
@@ -152,7 +155,7 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     sigma, epsilon = _within(Fraction(rho) / rounds, 0.9)
     ones = [(a,) for a in range(d)]     # d of the 16 d rounds' shares: always affordable
     ms = [Measurement(r, measurer.measure(exact[r], sigma), sigma) for r in ones]
-    model = estimate(ms, shape, iterations=ROUND_STEPS)
+    model = estimate(ms, shape, iterations=ROUND_STEPS, discrepancy=None)
     names = list(cands)
     weights = np.array([cands[r] for r in names])
     final = False
@@ -170,7 +173,8 @@ def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
         pick = names[_select_among(measurer, scores, ok, epsilon, sensitivity)]
         before = model.marginal(pick)
         ms.append(Measurement(pick, measurer.measure(exact[pick], sigma), sigma))
-        model = estimate(ms, shape, iterations=ROUND_STEPS, warm=model)
+        model = estimate(ms, shape, iterations=ROUND_STEPS, warm=model,
+                         discrepancy=None)
         moved = float(np.abs(model.marginal(pick) - before).sum())
         if moved <= math.sqrt(2 / math.pi) * sigma * math.prod(shape[a] for a in pick):
             sigma, epsilon = sigma / 2, epsilon * 2
