@@ -60,7 +60,10 @@ ROUNDS_PER_ATTRIBUTE = 16
 #: Steps of the fit after each round (warm start) and at the end. The rounds' fits run all
 #: their steps (no stop at the noise's loss, graphical.DISCREPANCY): a round's test of how
 #: far its measurement moved the model needs the model fitted to it; stopped there, the
-#: rounds halved sigma sooner and 2-way error at epsilon = 1 rose from 0.037 to 0.043.
+#: rounds halved sigma sooner and 2-way error at epsilon = 1 rose from 0.037 to 0.043. The
+#: final fit does stop there: at epsilon = 1 the last round's model is usually already past
+#: it, and the final fit ends after one step; run for all its steps, its 2-way error was
+#: 0.0375 against 0.0368 (two releases).
 ROUND_STEPS = 40
 FINAL_STEPS = 250
 
