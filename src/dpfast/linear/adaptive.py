@@ -93,8 +93,8 @@ def _within(budget: Fraction, share: float) -> tuple[float, float]:
 
 class _Measurer:
     """The rounds' draws under one charged release (tables of a few cells each: one thread):
-    the keys, and the rho spent so far, kept exactly (a Fraction): a round that would pass the charged ``rho``
-    by any amount is refused (an error of the planning, never reached)."""
+    the keys, and the rho spent so far, kept exactly (a Fraction): a round that would pass
+    the charged ``rho`` by any amount is refused (an error of the planning, never reached)."""
 
     def __init__(self, keys: Keys, rho: float) -> None:
         self.keys, self.rho = keys, rho
