@@ -52,7 +52,7 @@ from .graphical import MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate, 
 if TYPE_CHECKING:
     from .._release import Keys
 
-__all__ = ["aim", "mst", "candidates", "aim_scores"]
+__all__ = ["aim", "mst", "candidates", "aim_scores", "largest_sigma", "mst_pairs"]
 
 _Attrs = tuple[int, ...]
 #: AIM's first rounds' share of the budget: ``ROUNDS_PER_ATTRIBUTE * d`` rounds.
@@ -125,14 +125,16 @@ class _Measurer:
                                                 epsilon / (2.0 * sensitivity)))
 
 
-def largest_sigma(method: str, d: int, rho: float, edges: int | None = None) -> float:
-    """The largest noise any round of ``method`` can draw at budget ``rho`` over ``d``
-    attributes (MST: ``edges`` pairs), checked against the kernel's range before the
-    charge: AIM's first rounds' times sqrt(1 / 0.9) (later rounds halve it, and the last
-    round spends what is left, at least one earlier round's cost, 0.9 of it on its
-    measurement); MST's one-way and pair tables'."""
+def largest_sigma(method: str, sizes: Sequence[int], rho: float) -> float:
+    """The largest noise any round of ``method`` can draw at budget ``rho`` over attributes
+    of ``sizes``, checked against the kernel's range before the charge: AIM's first
+    rounds' times sqrt(1 / 0.9) (later rounds halve it, and the last round spends what is
+    left, at least one earlier round's cost, 0.9 of it on its measurement); MST's one-way
+    and pair tables' (the pairs of a spanning forest of :func:`mst_pairs`)."""
+    d = len(sizes)
     if method == "aim":
         return math.sqrt(ROUNDS_PER_ATTRIBUTE * d / (2 * 0.9 * 0.9 * rho))
+    edges = _edges(d, mst_pairs(sizes))
     third = rho / 3 if edges else rho
     return math.sqrt(max(d, edges or 0) / (2 * third))
 
@@ -211,18 +213,35 @@ def _rounded_up(sigma: float, fits: Callable[[float], bool]) -> float:
     return sigma
 
 
-def _components(d: int, pairs: Sequence[_Attrs]) -> int:
-    """The number of connected components of the graph on ``d`` attributes joined by
-    ``pairs``."""
-    root = list(range(d))
+class _Forest:
+    """The connected components of ``d`` attributes as pairs join them (union-find)."""
 
-    def find(a: int) -> int:
-        while root[a] != a:
-            a = root[a]
+    def __init__(self, d: int) -> None:
+        self.root = list(range(d))
+
+    def find(self, a: int) -> int:
+        while self.root[a] != a:
+            a = self.root[a]
         return a
+
+    def join(self, a: int, b: int) -> None:
+        self.root[self.find(a)] = self.find(b)
+
+
+def _edges(d: int, pairs: Sequence[_Attrs]) -> int:
+    """The edges of a spanning forest of the graph on ``d`` attributes joined by ``pairs``
+    (``d - 1`` when they join every attribute)."""
+    forest = _Forest(d)
     for a, b in pairs:
-        root[find(a)] = find(b)
-    return len({find(a) for a in range(d)})
+        forest.join(a, b)
+    return d - len({forest.find(a) for a in range(d)})
+
+
+def mst_pairs(sizes: Sequence[int]) -> list[_Attrs]:
+    """The pairs of attributes MST may measure: those whose table fits a model's clique
+    (public: the sizes decide it)."""
+    return [p for p in itertools.combinations(range(len(sizes)), 2)
+            if sizes[p[0]] * sizes[p[1]] <= MAX_CLIQUE_CELLS]
 
 
 def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
@@ -230,10 +249,8 @@ def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     """MST (see the module) on the exact one- and two-way tables ``exact``."""
     rho = measurer.rho
     d = len(shape)
-    pairs = [q for q in itertools.combinations(range(d), 2) if q in exact]
-    # The edges of a spanning forest of the pairs that fit a clique (public: the sizes
-    # decide it): d - 1 when they join every attribute.
-    edges = d - _components(d, pairs)
+    pairs = [q for q in mst_pairs(shape) if q in exact]
+    edges = _edges(d, pairs)
     third = Fraction(rho) / 3 if edges else Fraction(rho)
     sigma1 = _rounded_up(math.sqrt(d / (2 * float(third))), lambda s: d * _gaussian_cost(s)
                          <= third)
@@ -250,18 +267,13 @@ def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
     total = max(float(np.mean([m.values.sum() for m in ms])), 1.0)
     score = np.array([float(np.abs(exact[(a, b)] - total * np.outer(p[a], p[b])).sum())
                       for a, b in pairs])
-    component = list(range(d))
-
-    def find(a: int) -> int:
-        while component[a] != a:
-            a = component[a]
-        return a
+    forest = _Forest(d)
     chosen = []
     for _ in range(edges):
-        ok = np.array([find(a) != find(b) for a, b in pairs], dtype=bool)
+        ok = np.array([forest.find(a) != forest.find(b) for a, b in pairs], dtype=bool)
         k = _select_among(measurer, score, ok, epsilon, 1.0)
         a, b = pairs[k]
-        component[find(a)] = find(b)
+        forest.join(a, b)
         chosen.append(pairs[k])
     ms += [Measurement(c, measurer.measure(exact[c], sigma2), sigma2) for c in chosen]
     return estimate(ms, shape, iterations=FINAL_STEPS), ms

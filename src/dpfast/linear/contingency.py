@@ -61,7 +61,7 @@ from ..releases.postprocess import consistent_counts
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 from ..rng import resolve_rng
-from .adaptive import _components, _Measurer, aim, candidates, largest_sigma, mst
+from .adaptive import _Measurer, aim, candidates, largest_sigma, mst, mst_pairs
 from .graphical import (MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate,
                         junction_tree)
 from .workloads import Marginals, _domain, marginal_sums
@@ -947,14 +947,11 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
     if how == "aim":
         sets = list(candidates(plan.sets)) + [(a,) for a in range(d)]
     else:          # MST: the pairs a clique can hold (the tree may then be a forest)
-        sets = [(a,) for a in range(d)] + [
-            p for p in itertools.combinations(range(d), 2)
-            if plan.sizes[p[0]] * plan.sizes[p[1]] <= MAX_CLIQUE_CELLS]
+        sets = [(a,) for a in range(d)] + mst_pairs(plan.sizes)
     sets = sorted(set(sets))
     counting = _Plan(plan.names, plan.sizes, sets,
                      [tuple(plan.names[a] for a in s) for s in sets])
-    edges = d - _components(d, [s for s in sets if len(s) == 2]) if how == "mst" else None
-    biggest = largest_sigma(how, d, m.rho, edges)
+    biggest = largest_sigma(how, plan.sizes, m.rho)
     if not _v.MIN_SCALE <= biggest <= MAX_DISCRETE_SIGMA:
         given = "'rho'" if m.epsilon is None else "'epsilon' and 'delta'"
         raise ValueError(f"The {given} parameters of {func} must let every round of "
