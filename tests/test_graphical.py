@@ -209,21 +209,34 @@ def test_synthetic_records_follow_the_model():
 def test_raking_brings_rows_to_reachable_tables():
     # Targets that some rows meet exactly (another draw's counts): raking a random draw
     # closes most of its l1 distance to them, never adds a row, and keeps codes in range.
+    # An attribute in no target set (the last) is never moved.
     gen = np.random.default_rng(8)
-    shape = (4, 6, 3)
+    shape = (4, 6, 3, 5)
     goal = np.stack([gen.integers(0, n, 5000) for n in shape], axis=1)
     rows = np.stack([gen.integers(0, n, 5000) for n in shape], axis=1)
+    untouched = rows[:, 3].copy()
     sets = [(0, 1), (1, 2), (0,)]
     targets = {s: marginal_of(np.bincount(np.ravel_multi_index(goal.T, shape),
-                                          minlength=72).reshape(shape), s) for s in sets}
+                                          minlength=360).reshape(shape), s) for s in sets}
 
     def gap():
-        c = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=72).reshape(shape)
+        c = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=360).reshape(shape)
         return sum(np.abs(marginal_of(c, s) - targets[s]).sum() for s in sets)
     before = gap()
     G._rake(rows, shape, targets, np.random.default_rng(9))
-    assert rows.shape == (5000, 3) and all((rows[:, i] < n).all() for i, n in enumerate(shape))
+    assert rows.shape == (5000, 4) and all((rows[:, i] < n).all() for i, n in enumerate(shape))
     assert gap() <= 0.15 * before
+    assert np.array_equal(rows[:, 3], untouched)
+
+
+def test_rows_past_the_raking_limit_are_drawn_alone(monkeypatch):
+    model = G.GraphicalModel((3, 4), [(0, 1)], 100.0)
+    model.set_potentials([np.random.default_rng(1).normal(size=(3, 4))])
+    monkeypatch.setattr(G, "RAKE_RECORDS", 50)
+    past = model.synthetic(51, np.random.default_rng(2))
+    assert np.array_equal(past, model.synthetic(51, np.random.default_rng(2), rake=False))
+    within = model.synthetic(50, np.random.default_rng(2))
+    assert within.shape == (50, 2)
 
 
 def test_raking_never_leaves_rows_farther_than_it_found_them():

@@ -63,8 +63,6 @@ def digest(mac: bytes, block: np.ndarray) -> bytes:
     return head + _native.checksum(flat, seed).to_bytes(8, "little")
 
 
-
-
 def planned(local: Any, columns: Any, where: str, aggregations: dict[str, object],
             **kw: Any) -> tuple[Any, Any, np.ndarray | None, Release]:
     """Before anything is read: the aggregations' specs, the plan, the public keys (None:

@@ -57,6 +57,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import _native
+
 __all__ = ["Measurement", "JunctionTree", "GraphicalModel", "junction_tree", "estimate",
            "MAX_CLIQUE_CELLS"]
 
@@ -228,11 +230,6 @@ class _Clique:
         # an element of numpy's broadcast adds and reductions (about 20 times slower).
         return 0.25 * self.cells * (inner + 2) + 5.0 * (nu * (crossing + u_only)
                                                         + nv * v_only)
-
-    def _expand(self, table: _Table, s: _Attrs, axes: _Attrs) -> _Table:
-        """``table`` over ``s`` (sorted) reshaped to broadcast over ``axes`` (s in order)."""
-        out: _Table = table.reshape([table.shape[s.index(a)] if a in s else 1 for a in axes])
-        return out
 
     def _plan(self, s: _Attrs) -> tuple[Any, ...]:
         """How set ``s`` (sorted) lies in the clique, computed once: ``("U", shape to
@@ -695,10 +692,10 @@ def _rake(rows: NDArray[np.int64], shape: Sequence[int], targets: dict[_Attrs, _
     sets = [s for s in targets if s]
     movable = [a for a in range(len(shape)) if any(a in s for s in sets) and shape[a] > 1]
 
-    def counts(s: _Attrs) -> _Table:
+    def counts(s: _Attrs) -> _Table:             # the compiled counting kernel
         sizes = [int(shape[b]) for b in s]
         flat = np.ravel_multi_index(tuple(rows[:, b] for b in s), sizes)
-        out: _Table = np.bincount(flat, minlength=math.prod(sizes)).reshape(sizes).astype(
+        out: _Table = _native.count_codes(flat, math.prod(sizes), 1).reshape(sizes).astype(
             np.float64)
         return out
 
