@@ -497,8 +497,7 @@ def to_markdown(report: dict[str, Any]) -> str:
               "|---|---|---:|---:|---:|"]
     for r in report["marginals"]:
         error = f"{r['l1_per_record']:.4f}" if r["l1_per_record"] is not None \
-            else "failed" if r.get("outcome") == "failed" \
-            else f"did not finish in {r['timeout']:.0f} s"
+            else _unanswered(r)
         name = r["method"] + (f" (sigma {r['sigma']:.2f})" if r.get("sigma") else "")
         lines.append(f"| {r['tables']} {r['k']}-way | {name} | {r['runs']} | "
                      f"{error} | {r['seconds']:.3f} |")
@@ -520,9 +519,7 @@ def _wide_markdown(rows: list[dict[str, Any]]) -> list[str]:
              "| method | releases | all 2-way | seconds | model cells |",
              "|---|---:|---:|---:|---:|"]
     for r in rows:
-        err = f"{r['l1_2way']:.4f}" if r["l1_2way"] is not None else \
-            f"did not finish in {r['timeout']:.0f} s" if r.get("outcome") == "timeout" \
-            else r.get("outcome", "")
+        err = f"{r['l1_2way']:.4f}" if r["l1_2way"] is not None else _unanswered(r)
         cells = f"{r['model_cells']:,}" if r.get("model_cells") else ""
         sec = "" if r["seconds"] is None else f"{r['seconds']:.1f}"
         lines.append(f"| {r['method']} | {r['runs']} | {err} | {sec} | {cells} |")
@@ -541,9 +538,7 @@ def _graphical_markdown(rows: list[dict[str, Any]]) -> list[str]:
              "|---:|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["l1_2way"] is None:
-            two = three = r.get("outcome", "failed")
-            if "timeout" in two:
-                two = three = f"did not finish in {r['timeout']:.0f} s"
+            two = three = _unanswered(r)
         else:
             two = f"{r['l1_2way']:.4f} +- {r['l1_2way_sd']:.4f}"
             three = f"{r['l1_3way']:.4f}"
@@ -552,6 +547,13 @@ def _graphical_markdown(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {r['epsilon']:g} | {r['method']} | {r['runs']} | {two} | {three} | "
                      f"{sec} | {cells} |")
     return lines
+
+
+def _unanswered(row: dict[str, Any]) -> str:
+    """What a peer's row without answers shows: "did not finish in N s" when it was
+    stopped (the outcome says "timeout", or none is given), otherwise its outcome."""
+    outcome = row.get("outcome") or "timeout"
+    return f"did not finish in {row['timeout']:.0f} s" if "timeout" in outcome else outcome
 
 
 def _gaussian_delta(rows: list[dict[str, Any]]) -> str:
