@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast import _native
+from dpfast import _native, zcdp
 from dpfast.noise import Gaussian, Laplace
 from dpfast.samplers import dlap_variance, gaussian_grid, laplace_grid
 
@@ -56,6 +56,15 @@ def test_scalars_match_their_kernels():
     assert Gaussian(4.0, True).scalar(_key(2), 1, 0) == int(cell[0])
 
 
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_one_number_kernel_takes_a_key_and_nothing_else(integer):
+    kernel, params = Laplace(2.0, integer).scalar_kernel
+    assert isinstance(kernel(_key(1), 1, *params, 3), int if integer else float)
+    for bad in (dp.ChaCha20(seed=1), None, b"\x00" * 32):
+        with pytest.raises(TypeError):
+            kernel(bad, 1, *params, 3)
+
+
 def test_costs_variances_and_tail_bounds():
     lap = Laplace(4.0, integer=True)
     assert lap.epsilon(2.0) == 0.5 and lap.rho(2.0) == 0.125
@@ -68,6 +77,10 @@ def test_costs_variances_and_tail_bounds():
     assert 2 * q ** (j + 1) / (1 + q) <= 0.05 < 2 * q ** j / (1 + q)
     gau = Gaussian(10.0, integer=True)
     assert gau.variance == 100.0 and gau.scale == 10.0 and gau.rho(2.0) == 0.02
+    # (epsilon, delta): the tight conversion of its rho, never below dpfast.zcdp's.
+    assert gau.epsilon(2.0, 1e-6) == zcdp.epsilon_from_rho(0.02, 1e-6)
+    assert Gaussian(10.0, integer=False).epsilon(2.0, 1e-6) == gau.epsilon(2.0, 1e-6)
+    assert 0.6 < gau.epsilon(2.0, 1e-6) < 1.2
     assert gau.tail_bound(0.05) == pytest.approx(10 * math.sqrt(2 * math.log(40)))
 
 

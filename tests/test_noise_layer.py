@@ -21,6 +21,7 @@ SAMPLING_KERNELS = {
     "fill_uniform", "fill_discrete_laplace", "fill_laplace", "uniform_scalar",
     "discrete_laplace_scalar", "laplace_scalar", "fill_discrete_gaussian", "fill_gaussian",
     "noisy_argmax", "noisy_max_score", "noisy_top_k", "exponential_mechanism",
+    "bound_keyed",
 }
 NOISE_LAYER = {"noise.py"}
 # Where keys are made: the release path; a key rebuilt from its bytes where a journal resumes
@@ -80,8 +81,11 @@ def test_keys_are_made_only_on_the_release_path():
     lambda src: noise.Gaussian(1.0, False).scalar(src, 1, 0.0),
     lambda src: noise.noisy_argmax(src, 1, np.zeros(3), _native.NOISE_GUMBEL, 0.0, 1.0),
     lambda src: noise.uniforms(src, 1, np.zeros(3)),
+    lambda src: noise.Laplace(1.0, False).scalar_kernel[0](src, 1, 1.0, 2.0**-20, 0.5),
+    lambda src: noise.bounded_rows(src, src, 1, np.arange(4, dtype=np.int64), None, None,
+                                   4, 1, 1),
 ], ids=["laplace-int", "laplace-grid", "laplace-scalar", "gaussian-int", "gaussian-scalar",
-        "argmax", "uniforms"])
+        "argmax", "uniforms", "laplace-one-number-kernel", "bounding"])
 def test_the_noise_layer_refuses_a_generator(draw):
     gen = dp.ChaCha20(7)
     before = rng_state(gen)

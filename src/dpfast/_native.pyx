@@ -786,22 +786,24 @@ def uniform_scalar(source, int threads):
     return _fill_one(source, DPF_MODE_UNIFORM, 1.0, 1.0, NULL)
 
 
-def discrete_laplace_scalar(source, int threads, double t, object base=None):
-    """One discrete Laplace sample plus the int64 base (as fill_discrete_laplace)."""
+def discrete_laplace_scalar(Key key not None, int threads, double t, object base=None):
+    """One discrete Laplace sample plus the int64 base (as fill_discrete_laplace), under a
+    release's key only (the one-number path of the noise layer calls it directly)."""
     cdef int64_t b
     if base is None:
-        return _fill_one(source, DPF_MODE_DLAP_INT, t, 1.0, NULL)
+        return _fill_one(key, DPF_MODE_DLAP_INT, t, 1.0, NULL)
     b = base
-    return _fill_one(source, DPF_MODE_DLAP_INT, t, 1.0, &b)
+    return _fill_one(key, DPF_MODE_DLAP_INT, t, 1.0, &b)
 
 
-def laplace_scalar(source, int threads, double t, double g, object base=None):
-    """One grid Laplace sample plus the rounded float base (as fill_laplace)."""
+def laplace_scalar(Key key not None, int threads, double t, double g, object base=None):
+    """One grid Laplace sample plus the rounded float base (as fill_laplace), under a
+    release's key only."""
     cdef double b
     if base is None:
-        return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, NULL)
+        return _fill_one(key, DPF_MODE_DLAP_GRID, t, g, NULL)
     b = base
-    return _fill_one(source, DPF_MODE_DLAP_GRID, t, g, &b)
+    return _fill_one(key, DPF_MODE_DLAP_GRID, t, g, &b)
 
 
 # sigma -> (m, r) of the discrete Gaussian's proposal: choosing sums acceptance rates (tens of

@@ -23,8 +23,9 @@ is refused (TypeError), so no code draws noise from a generator directly. :meth:
 Every release that adds noise draws it here, and this is the only Python module that calls
 the sampling kernels: the selection kernels (:func:`noisy_argmax`, :func:`noisy_top_k`,
 :func:`exponential_mechanism`, :func:`noisy_max_score`) and the uniforms of randomized
-response and :func:`dpfast.uniform` (:func:`uniforms`) are called through the keyed functions
-at the end of this module, which refuse anything but a key like :meth:`Laplace.fill`.
+response and :func:`dpfast.uniform` (:func:`uniforms`) and the priorities of contribution
+bounding (:func:`bounded_rows`) are called through the keyed functions at the end of this
+module, which refuse anything but a key like :meth:`Laplace.fill`.
 (Randomized response's categorical answers also draw integers from the release's generator
 through numpy, :meth:`dpfast._release.Keys.coins`: not a kernel of ours.)
 """
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Laplace", "Gaussian", "Measure", "NOISES", "measure", "gaussian_sigma_for",
            "laplace", "laplace_scalar_kernel", "noisy_argmax", "noisy_top_k",
-           "exponential_mechanism", "noisy_max_score", "uniforms"]
+           "exponential_mechanism", "noisy_max_score", "uniforms", "bounded_rows"]
 
 
 # -- the noise parameters and floating-point terms (analysis: dpfast.samplers' docstring) --
@@ -334,7 +335,9 @@ class Laplace:
     def scalar_kernel(self) -> tuple[Any, tuple[float, ...]]:
         """``(kernel, params)`` with ``kernel(source, threads, *params, base)`` equal to
         :meth:`scalar`: the compiled function itself, for the one-number path of
-        :func:`dpfast.laplace_mechanism`, where a Python frame more is a sixth of the call."""
+        :func:`dpfast.laplace_mechanism`, where a Python frame more is a sixth of the call.
+        The compiled function takes a release's key and nothing else (its argument's type,
+        checked in C), as :meth:`scalar` does."""
         if self.integer:
             return _native.discrete_laplace_scalar, (self.t,)
         return _native.laplace_scalar, (self.t, self.g)
@@ -428,6 +431,15 @@ class Gaussian:
     def rho(self, sensitivity: float) -> float:
         """zCDP cost for an l2 ``sensitivity``: ``sensitivity**2 / (2 sigma**2)``."""
         return rho_gaussian(sensitivity, self.sigma)
+
+    def epsilon(self, sensitivity: float, delta: float) -> float:
+        """(epsilon, ``delta``)-DP cost for an l2 ``sensitivity``: the tight conversion of
+        :meth:`rho` (Canonne, Kamath & Steinke 2020; the continuous and the discrete
+        Gaussian alike), never below the truth. A release calibrated for one (epsilon,
+        delta) may cost less than this (:func:`gaussian_sigma_for`: the analytic Gaussian,
+        the discrete Gaussian's exact privacy); this is what the noise costs composed in
+        zCDP."""
+        return zcdp.epsilon_from_rho(self.rho(sensitivity), delta)
 
     def fill(self, source: _Source, threads: int, out: NDArray[Any],
              base: NDArray[Any] | None = None, chunk0: int = 0) -> NDArray[Any]:
@@ -672,3 +684,17 @@ exponential_mechanism = _keyed_kernel(_native.exponential_mechanism)
 noisy_max_score = _keyed_kernel(_native.noisy_max_score)
 #: Full-precision uniforms into an array (randomized response's coins, dpfast.uniform).
 uniforms = _keyed_kernel(_native.fill_uniform)
+
+
+def bounded_rows(row_key: _Source, pair_key: _Source, threads: int,
+                 person: NDArray[np.int64], group: NDArray[np.int64] | None,
+                 positions: NDArray[np.int64] | None, total: int, max_groups: int,
+                 max_rows: int) -> NDArray[np.uint8]:
+    """Flags of the rows a contribution bound keeps (:func:`dpfast.records.bound`): the
+    kernel draws each row's uniform priority under the release's two keys at the row's
+    position and keeps the lowest (``dpfast._native.bound_keyed``; keys only)."""
+    _keyed(row_key)
+    _keyed(pair_key)
+    flags: NDArray[np.uint8] = _native.bound_keyed(person, group, row_key, pair_key, positions,
+                                                   total, max_groups, max_rows, threads)
+    return flags

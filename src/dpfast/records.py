@@ -347,17 +347,17 @@ def bound(keys: Keys, threads: int, person: NDArray[np.int64],
     n = person.shape[0]
     row_key, pair_key = keys.next(), keys.next()
     if n <= BOUND_ROWS:
-        return _native.bound_keyed(person, group, row_key, pair_key, None, n, max_groups,
-                                   max_rows, threads)
+        return noise.bounded_rows(row_key, pair_key, threads, person, group, None, n,
+                                  max_groups, max_rows)
     passes = -(-n // BOUND_ROWS)
     cls = person_class(person, passes)
     flags = np.zeros(n, dtype=np.uint8)
     for c in range(passes):
         rows = np.flatnonzero(cls == c)
-        flags[rows] = _native.bound_keyed(
-            np.ascontiguousarray(person[rows]),
+        flags[rows] = noise.bounded_rows(
+            row_key, pair_key, threads, np.ascontiguousarray(person[rows]),
             None if group is None else np.ascontiguousarray(group[rows]),
-            row_key, pair_key, rows, n, max_groups, max_rows, threads)
+            rows, n, max_groups, max_rows)
     return flags
 
 

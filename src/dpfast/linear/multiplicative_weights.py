@@ -100,7 +100,6 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from .. import _native
 from .. import noise as _noise
 from .. import validation as _v
 from .._release import Keys, release

@@ -57,7 +57,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _native
 from .. import validation as _v
 from .._owned import Owned
 from .._release import Keys, release

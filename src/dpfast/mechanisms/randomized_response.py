@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import _native
 from .. import validation as _v
 from .._release import Keys, release
 from .. import noise as _noise
