@@ -277,8 +277,12 @@ def test_budgets_benchmark_runs_small(tmp_path):
     assert report["hierarchy"]["children_sum"] and report["hierarchy"]["non_negative_integers"]
     assert report["leases"]["reread_agrees"]
     assert list(tmp_path.iterdir()) == []                     # its ledger removed
+    # The noise's own sigma against the analytic one: within 1.001 at both points.
+    g = report["gaussian_mechanism"]
+    assert 1.0 <= g["sigma_over_sigma"] <= 1.001 and 1.0 <= g["scalar_sigma_over_sigma"] <= 1.001
     text = budgets.to_markdown(report)
     assert "vs discrete Laplace" in text and "(baseline)" in text
+    assert "computed, not sampled" in text
 
 
 def test_graphical_tables_print_failed_and_stopped_peers():

@@ -38,6 +38,18 @@ def test_sigma_within_1_001_of_analytic(dims, eps, delta):
     assert 2.0**20 <= sigma / g <= 2.0**39
 
 
+def test_released_sigma_is_the_mechanisms_and_checks_its_arguments():
+    from dpfast.mechanisms.gaussian import released_sigma
+    for dims, eps, delta in [(1, 1e-6, 1e-5), (10**7, 0.1, 1e-9)]:
+        want = _grid_sigma(1.0, eps, delta, dims, "analytic", "gaussian_mechanism")[0]
+        assert released_sigma(1.0, eps, delta, dims) == want
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises((TypeError, ValueError), match="size"):
+            released_sigma(1.0, 0.1, 1e-9, bad)
+    with pytest.raises(ValueError, match="epsilon"):
+        released_sigma(1.0, 0.0, 1e-9)
+
+
 def test_calibration_is_linear_in_the_sensitivity():
     s1, g1 = _grid_sigma(1.0, 0.1, 1e-9, 10**6, "analytic", "gaussian_mechanism")
     s8, g8 = _grid_sigma(8.0, 0.1, 1e-9, 10**6, "analytic", "gaussian_mechanism")

@@ -27,6 +27,7 @@ import numpy as np
 
 import dpfast as dp
 
+from ..mechanisms.gaussian import released_sigma
 from .core import machine_info, machine_line, time_calls
 
 __all__ = ["gaussian_counts", "versus_opendp", "gaussian_mechanism", "hierarchy", "leases",
@@ -126,8 +127,10 @@ def gaussian_mechanism(coords: int = 10**7, big: int = 10**8,
         seconds = time.perf_counter() - t0
     return {"coords": coords, "epsilon": eps, "delta": delta, "sigma": sigma,
             "std_over_sigma": std / sigma, "standard_error": 1 / math.sqrt(2 * coords),
+            "sigma_over_sigma": released_sigma(1.0, eps, delta, coords) / sigma,
             "scalars": scalars, "scalar_epsilon": s_eps, "scalar_delta": s_delta,
             "scalar_std_over_sigma": float(values.std()) / s_sigma,
+            "scalar_sigma_over_sigma": released_sigma(1.0, s_eps, s_delta) / s_sigma,
             "scalar_standard_error": 1 / math.sqrt(2 * scalars),
             "big": big, "big_seconds": seconds}
 
@@ -255,7 +258,10 @@ def to_markdown(report: dict[str, Any]) -> str:
               f"{m['epsilon']:g}, delta {m['delta']:g}; standard error "
               f"{m['standard_error']:.1e}), {m['scalar_std_over_sigma']:.4f} over "
               f"{m['scalars']:,} scalars at epsilon {m['scalar_epsilon']:g}, delta "
-              f"{m['scalar_delta']:g} (standard error {m['scalar_standard_error']:.1e}){big}."]
+              f"{m['scalar_delta']:g} (standard error {m['scalar_standard_error']:.1e}){big}. "
+              f"The noise's sigma over the analytic sigma (computed, not sampled): "
+              f"{m['sigma_over_sigma']:.6f} at {m['coords']:,} coordinates, "
+              f"{m['scalar_sigma_over_sigma']:.6f} for a scalar."]
     h = report["hierarchy"]
     lines += ["", f"`dp.census_hierarchy` of {h['leaves']:,} leaves ({h['levels']} levels): "
               f"Laplace (epsilon 1) {h['laplace_s']:.3f} s, discrete Gaussian with a rho per "

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["gaussian_mechanism", "gaussian_sigma"]
+__all__ = ["gaussian_mechanism", "gaussian_sigma", "released_sigma"]
 
 
 def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float, delta: float,
@@ -117,6 +117,27 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     out = np.empty(data.shape, dtype=np.float64)
     release(func, accountant, eps, dlt, rng, threads, out.size, noise.fill, out, data)
     return out if out.ndim else out.item()
+
+
+def released_sigma(sensitivity: float, epsilon: float, delta: float, size: int = 1,
+                   calibration: Literal["analytic", "classic"] = "analytic") -> float:
+    """The sigma of the noise :func:`gaussian_mechanism` adds to a release of ``size``
+    coordinates: :func:`gaussian_sigma` plus what rounding the data to the grid and the
+    sampler's floating-point error cost (module docstring). Nothing is charged or drawn.
+
+    Examples
+    --------
+    >>> from dpfast.mechanisms.gaussian import released_sigma
+    >>> import dpfast as dp
+    >>> round(released_sigma(1.0, 0.1, 1e-9, 10**7) / dp.gaussian_sigma(1.0, 0.1, 1e-9), 4)
+    1.0002
+    """
+    func = "released_sigma"
+    d2 = _v.check_sensitivity(sensitivity, func)
+    eps = _v.check_epsilon(epsilon, func)
+    dlt = _v.check_real(delta, "delta", func, low=0.0, high=1.0)
+    n = _v.check_positive_int(size, "size", func)
+    return _grid_sigma(d2, eps, dlt, n, calibration, func)[0]
 
 
 def _check_sigma(sigma: float, d2: float, eps: float, dlt: float, func: str) -> float:
