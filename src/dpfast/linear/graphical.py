@@ -353,9 +353,11 @@ def _exponentiate(logits: _Table) -> float:
 
 
 def _logs(tables: Sequence[_Table], top: float) -> list[_Table]:
-    """log of tables summed from exp(logits - top): log-sums of the logits."""
+    """log of tables summed from exp(logits - top): log-sums of the logits, and
+    :data:`_IMPOSSIBLE` where a sum underflowed to 0 (finite: a message enters a split
+    clique's matrix product, where an infinity times a zero feature is NaN)."""
     with np.errstate(divide="ignore"):
-        return [np.log(t) + top for t in tables]
+        return [np.where(t > 0, np.log(t) + top, _IMPOSSIBLE) for t in tables]
 
 
 class GraphicalModel:
@@ -456,8 +458,8 @@ class GraphicalModel:
             # One pass over the clique for its children's messages and its measured sets.
             tables = self._clique[i].margins(p, seps + [self.sets[k] for k in own])
             for j, lm in zip(self.children[i], _logs(tables[:len(seps)], top)):
-                with np.errstate(invalid="ignore"):
-                    down[j] = np.where(np.isfinite(lm), lm - up[j], -np.inf)
+                down[j] = np.where((lm > _IMPOSSIBLE) & (up[j] > _IMPOSSIBLE), lm - up[j],
+                                   _IMPOSSIBLE)
             scale = self.total / float(p.sum())
             p *= scale
             for k, t in zip(own, tables[len(seps):]):
