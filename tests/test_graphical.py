@@ -112,6 +112,43 @@ def test_a_message_with_cells_of_no_mass_into_a_split_clique_stays_finite():
     assert model.marginal((4, 5))[:2, :2].sum() == 0.0
 
 
+def test_a_model_with_no_mass_a_float_holds_is_nan_never_uniform_or_inconsistent():
+    # Every cell of clique (0, 1) holds an impossible term: no representable mass. The
+    # finite stand-in for log 0 must not make the cliques uniform (NaN, as infinities gave).
+    model = G.GraphicalModel((2, 3, 3, 3), [(0, 1), (0, 2), (0, 3)], 100.0)
+    p = [np.zeros((2, 3)) for _ in range(3)]
+    p[1][1, :] = p[2][0, :] = G._IMPOSSIBLE
+    model.set_potentials(p)
+    assert np.isnan(model.marginal((1,))).all()
+    assert all(np.isnan(t).all() for t in model.measured_marginals())
+    # A fit from a point without a finite loss stops at once.
+    calls = []
+    G._accelerated(lambda th: (calls.append(1), (float("inf"), [np.ones(2)]))[1],
+                   [np.zeros(2)], 10**6, 0.0)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("seed", [0, 39])
+def test_a_fit_to_far_noisier_measurements_than_counts_stays_consistent(seed):
+    # Noise a thousand times the counts: the fit drives potentials to hundreds, cells
+    # underflow unevenly across cliques, and neighbours disagreed on their separator (by 4
+    # records of 2 million, seed 39). Such states are refused during the fit.
+    shape = (3, 2, 3, 5, 2, 4)
+    sets = [(0, 1, 2), (0, 1, 4), (0, 4), (0, 5), (1,), (1, 4), (2,), (3,), (3, 5), (5,)]
+    gen = np.random.default_rng(seed)
+    x = gen.poisson(gen.uniform(0, 3000), shape).astype(float)
+    ms = [G.Measurement(s, marginal_of(x, s) + gen.normal(0, 1e6, marginal_of(x, s).shape),
+                        1e6) for s in sets]
+    with np.errstate(all="ignore"):
+        model = G.estimate(ms, shape, iterations=200)
+    for parent, child in model.tree.edges:
+        sep = model._sep(child, parent)
+        a, b = (marginal_of(model.clique_table(i), [model.tree.cliques[i].index(x)
+                                                    for x in sep]) for i in (parent, child))
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 * model.total)
+        assert np.isfinite(a).all() and (a >= 0).all()
+
+
 def test_exact_tables_are_reproduced_exactly():
     # epsilon = infinity: exact tables (sigma 0) of a real joint, zeros included, are the
     # model's marginals to float precision, and the model is the maximum-entropy one (on a

@@ -443,28 +443,50 @@ class GraphicalModel:
         n = len(self.tree.cliques)
         up: dict[int, _Table] = {}
         down: dict[int, _Table] = {}
+        # A clique whose every cell holds an impossible term has no mass a float can hold:
+        # the model is then undefined (NaN everywhere, as the infinities gave), never a
+        # clique made uniform by the finite stand-in for log 0.
+        lost = False
         for parent, child in reversed(self.tree.edges):
             p = self._clique[child].logits(self._tables(potentials, child, up, down))
             top = _exponentiate(p)
+            lost = lost or not top > _IMPOSSIBLE / 2
             up[child] = _logs(self._clique[child].margins(p, [self._sep(child, parent)]),
                               top)[0]
         out: list[_Table] = [np.zeros(0)] * n
         measured: list[_Table] = [np.zeros(0)] * len(self.sets)
+        # The parent's table on each child's separator, to check the child against: where
+        # a model's potentials span more than the floats' exponent (a fit to far noisier
+        # measurements than the counts), cells underflow unevenly across cliques and
+        # neighbours can disagree; such a model is undefined too (NaN), never inconsistent.
+        above: dict[int, _Table] = {}
         for i in [0] + [c for _, c in self.tree.edges]:
             p = self._clique[i].logits(self._tables(potentials, i, up, down))
             top = _exponentiate(p)
+            lost = lost or not top > _IMPOSSIBLE / 2
             seps = [self._sep(i, j) for j in self.children[i]]
+            mine = [self._sep(i, self.parent[i])] if i in self.parent else []
             own = [k for k, h in enumerate(self.home) if h == i]
-            # One pass over the clique for its children's messages and its measured sets.
-            tables = self._clique[i].margins(p, seps + [self.sets[k] for k in own])
+            # One pass over the clique for its children's messages, its own separator and
+            # its measured sets.
+            tables = self._clique[i].margins(p, seps + mine + [self.sets[k] for k in own])
             for j, lm in zip(self.children[i], _logs(tables[:len(seps)], top)):
-                down[j] = np.where((lm > _IMPOSSIBLE) & (up[j] > _IMPOSSIBLE), lm - up[j],
-                                   _IMPOSSIBLE)
+                down[j] = np.where((lm > _IMPOSSIBLE / 2) & (up[j] > _IMPOSSIBLE / 2),
+                                   lm - up[j], _IMPOSSIBLE)
             scale = self.total / float(p.sum())
             p *= scale
-            for k, t in zip(own, tables[len(seps):]):
+            for j, t in zip(self.children[i], tables[:len(seps)]):
+                above[j] = t * scale
+            if mine:
+                gap = float(np.max(np.abs(tables[len(seps)] * scale - above[i]), initial=0.0))
+                single = p.dtype == np.float32 or out[self.parent[i]].dtype == np.float32
+                lost = lost or not gap <= (1e-4 if single else 1e-7) * self.total
+            for k, t in zip(own, tables[len(seps) + len(mine):]):
                 measured[k] = t * scale
             out[i] = p
+        if lost:
+            for t in out + measured:
+                t.fill(np.nan)
         for t in out + measured:
             t.flags.writeable = False
         self._inferred = (potentials, out, measured)
@@ -534,7 +556,9 @@ class GraphicalModel:
                 seps.append(up)
                 table = self._clique[i].margins(self.beliefs()[i], [up])[0] / self.total
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    factors.append((up, np.where(table > 0, 1.0 / table, 0.0)))
+                    # (a subnormal cell's inverse would overflow: its mass is taken as 0)
+                    factors.append((up, np.where(table >= np.finfo(np.float64).tiny,
+                                                 1.0 / table, 0.0)))
             need = set(keep).union(*map(set, seps))
             attrs = tuple(a for a in c if a in need)
             factors.append((attrs, self._clique[i].margins(self.beliefs()[i], [attrs])[0]
@@ -919,6 +943,8 @@ def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
     gain less than ``tol`` (relative), or at a loss of ``floor`` or less. Returns the best
     potentials found."""
     best, (best_loss, best_grad) = theta, at(theta)
+    if not math.isfinite(best_loss):        # no finite loss to descend from
+        return best
     y, ly, gy = theta, best_loss, best_grad
     eta, growth, k, stalled, last = 1.0, 1.05, 0, 0, best_loss
     x_prev = theta
