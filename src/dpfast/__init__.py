@@ -60,7 +60,9 @@ from .samplers import (
     uniform,
 )
 
-__version__ = "0.1.0"
+#: The package version (the one place it is written: pyproject.toml reads it, and
+#: CHANGELOG.md's newest release names it).
+__version__ = "0.2.0"
 
 __all__ = [
     "GroupBy",
