@@ -121,6 +121,11 @@ def test_a_model_with_no_mass_a_float_holds_is_nan_never_uniform_or_inconsistent
     model.set_potentials(p)
     assert np.isnan(model.marginal((1,))).all()
     assert all(np.isnan(t).all() for t in model.measured_marginals())
+    # A warm start from such potentials starts from the uniform model instead.
+    ms = [G.Measurement(s, np.full(t.shape, 100.0 / t.size), 1.0)
+          for s, t in zip(model.sets, model.potentials)]
+    fitted = G.estimate(ms, model.shape, iterations=20, warm=model)
+    assert all(np.isfinite(t).all() for t in fitted.measured_marginals())
     # A fit from a point without a finite loss stops at once.
     calls = []
     G._accelerated(lambda th: (calls.append(1), (float("inf"), [np.ones(2)]))[1],

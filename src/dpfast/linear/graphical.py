@@ -893,8 +893,11 @@ def estimate(measurements: Sequence[Measurement], shape: Sequence[int], *,
     model = GraphicalModel(shape, [m.clique for m in ms], _total(ms), [m.sigma for m in ms])
     if warm is not None:
         old = dict(zip(warm.sets, warm.potentials))
+        uniform = model.potentials
         model.set_potentials([old.get(s, np.zeros_like(t)).copy()
                               for s, t in zip(model.sets, model.potentials)])
+        if not all(np.isfinite(t).all() for t in model.measured_marginals()):
+            model.set_potentials(uniform)   # no model a float holds on this tree: start over
     scale = min(m.sigma ** 2 for m in ms) / model.total
     weights = [scale / m.sigma ** 2 for m in ms]
 
