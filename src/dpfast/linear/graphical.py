@@ -59,6 +59,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _native
+from .. import validation as _v
 
 __all__ = ["Measurement", "JunctionTree", "GraphicalModel", "junction_tree", "estimate",
            "MAX_CLIQUE_CELLS"]
@@ -230,11 +231,10 @@ class _Clique:
             return self.cells * (per_cell + 2.8 * len(self.sets))
         nv = math.prod(sizes[a] for a in v)
         nu = self.cells // nv
-        groups = {tuple(a for a in s if a in v) for s in self.sets
-                  if any(a in v for a in s) and not set(s) <= set(v)}
-        width = sum(math.prod(sizes[a] for a in sv) for sv in groups)
-        crossing = sum(math.prod(sizes[a] for a in s if a in v) for s in self.sets
-                       if any(a in v for a in s) and not set(s) <= set(v))
+        parts = [tuple(a for a in s if a in v) for s in self.sets            # crossing sets'
+                 if any(a in v for a in s) and not set(s) <= set(v)]         # V-parts
+        width = sum(math.prod(sizes[a] for a in sv) for sv in set(parts))
+        crossing = sum(math.prod(sizes[a] for a in sv) for sv in parts)
         u_only = sum(1 for s in self.sets if not any(a in v for a in s))
         v_only = sum(1 for s in self.sets if set(s) <= set(v))
         # The two matrix products (BLAS multiply-adds), then numpy's adds and reductions
@@ -344,6 +344,12 @@ class _Clique:
         return out
 
 
+def _same(a: Sequence[_Table], b: Sequence[_Table]) -> bool:
+    """Whether two lists of potentials hold the same arrays (what the cached inference of
+    :class:`GraphicalModel` is kept for)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
 def _exponentiate(logits: _Table) -> float:
     """exp(logits - max) in place (every cell in [0, 1], the largest 1); returns the max."""
     top = float(np.max(logits))
@@ -414,7 +420,9 @@ class GraphicalModel:
 
     def set_potentials(self, potentials: Sequence[_Table]) -> None:
         self.potentials = list(potentials)
-        self._inferred = None
+        found = self._inferred
+        if found is not None and not _same(found[0], self.potentials):
+            self._inferred = None                # (frees the old beliefs sooner)
 
     def _tables(self, potentials: list[_Table], i: int, up: dict[int, _Table],
                 down: dict[int, _Table]) -> list[_Table]:
@@ -438,7 +446,7 @@ class GraphicalModel:
         computed once per potentials."""
         potentials = self.potentials
         found = self._inferred
-        if found is not None and found[0] is potentials:
+        if found is not None and _same(found[0], potentials):
             return found
         n = len(self.tree.cliques)
         up: dict[int, _Table] = {}
@@ -877,9 +885,8 @@ def estimate(measurements: Sequence[Measurement], shape: Sequence[int], *,
     if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral) or \
             iterations < 1:
         raise ValueError(f"The 'iterations' of estimate must be an int >= 1; got {iterations!r}.")
-    if discrepancy is not None and not _finite_nonnegative(discrepancy):
-        raise ValueError("The 'discrepancy' of estimate must be a finite real >= 0 or None; "
-                         f"got {discrepancy!r}.")
+    if discrepancy is not None:
+        discrepancy = _v.check_real(discrepancy, "discrepancy", "estimate", low_open=False)
     if warm is not None and warm.shape != tuple(int(n) for n in shape):
         raise ValueError("The 'warm' model of estimate must have the same attributes' sizes "
                          f"as 'shape': {warm.shape} against {tuple(shape)}.")
@@ -917,16 +924,6 @@ def estimate(measurements: Sequence[Measurement], shape: Sequence[int], *,
     return model
 
 
-def _finite_nonnegative(x: object) -> bool:
-    """Whether ``x`` is a real number (not a bool) that is a finite float >= 0."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        return False
-    try:
-        return math.isfinite(float(x)) and float(x) >= 0
-    except OverflowError:                        # an int past the floats
-        return False
-
-
 def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
                  theta: list[_Table], steps: int, tol: float,
                  floor: float = 0.0) -> list[_Table]:
@@ -948,7 +945,7 @@ def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
     best, (best_loss, best_grad) = theta, at(theta)
     if not math.isfinite(best_loss):        # no finite loss to descend from
         return best
-    y, ly, gy = theta, best_loss, best_grad
+    y, gy = theta, best_grad
     eta, growth, k, stalled, last = 1.0, 1.05, 0, 0, best_loss
     x_prev = theta
     for _ in range(steps):
@@ -962,7 +959,7 @@ def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
                 eta *= 0.4 if growth > 1.0 else 0.5
                 growth = 1.0
             k = 0
-            y, ly, gy, x_prev = best, best_loss, best_grad, best
+            y, gy, x_prev = best, best_grad, best
             last = best_loss
             stalled += 1
             if eta < 1e-12 or stalled >= 25:
@@ -973,7 +970,7 @@ def _accelerated(at: Callable[[list[_Table]], tuple[float, list[_Table]]],
             best, best_loss, best_grad = y_new, ln, gn
         if stalled >= 5 or best_loss <= floor:
             break
-        x_prev, y, ly, gy, last = x, y_new, ln, gn, ln
+        x_prev, y, gy, last = x, y_new, gn, ln
         eta *= growth
     return best
 
