@@ -1332,7 +1332,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
 
     # Checked before timing anything: a bad option or a missing matplotlib ends the command
     # with one message instead of after a minute of measurement.
-    suite._check_families(args.only)
+    suite.check_families(args.only)
     plot = json_out = None
     if args.plot is not None:
         _optional("matplotlib", "matplotlib", "--plot")

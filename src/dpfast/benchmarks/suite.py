@@ -41,7 +41,24 @@ QUICK_SCALING_SIZES = (10**3, 10**4, 10**5)
 SCALING_FAMILIES = ("laplace", "exponential_mechanism")
 
 
-def _check_families(only: str | Iterable[str] | None) -> set[str] | None:
+def check_families(only: str | Iterable[str] | None) -> set[str] | None:
+    """The benchmark families to run: ``None`` for all, else the set of names given.
+
+    Parameters
+    ----------
+    only : str, iterable of str or None
+        One family, several, or ``None`` for every family.
+
+    Returns
+    -------
+    set of str or None
+        The families named, or ``None`` when ``only`` is ``None``.
+
+    Raises
+    ------
+    ValueError
+        If a name is not one of :data:`~dpfast.benchmarks.core.FAMILIES`.
+    """
     if only is None:
         return None
     only = [only] if isinstance(only, str) else list(only)
@@ -91,7 +108,7 @@ def cases(size: int, threads: int | Iterable[int] | None,
 
     n = check_positive_int(size, "size")
     threads = _thread_list(threads)
-    keep = _check_families(only)
+    keep = check_families(only)
     gen = np.random.Generator(np.random.PCG64(2))
     pcg = np.random.PCG64(1)
     cha = dp.ChaCha20(3)
@@ -199,7 +216,7 @@ def cases(size: int, threads: int | Iterable[int] | None,
 
 def _library_cases(size: int, only: str | Iterable[str] | None,
                    notes: list[str]) -> list[Case]:
-    keep = _check_families(only)
+    keep = check_families(only)
     try:
         raw = libraries.cases(size)
     except Exception as exc:   # a broken optional library must not stop the benchmark
