@@ -49,7 +49,7 @@ def test_the_rounds_sum_to_rho():
     for s in sets:
         x[s] = full.sum(axis=tuple(i for i in range(4) if i not in s))
     for run in (A.aim, A.mst):
-        m = A._Measurer(Keys(dp.ChaCha20(5)), 0.3)
+        m = A.Measurer(Keys(dp.ChaCha20(5)), 0.3)
         if run is A.aim:
             run(x, shape, [(0, 1), (1, 2), (2, 3), (0, 3)], m)
         else:
@@ -83,7 +83,7 @@ def test_aims_selection_follows_the_exponential_mechanism_on_its_noise_aware_sco
     cells = np.array([math.prod(shape[a] for a in r) for r in names])
     np.testing.assert_allclose(u, plain - weights * math.sqrt(2 / math.pi) * sigma * cells)
     delta = weights.max()
-    measurer = A._Measurer(Keys(dp.ChaCha20(7)), 1e9)
+    measurer = A.Measurer(Keys(dp.ChaCha20(7)), 1e9)
     draws = 3000
     got = np.bincount([A._select_among(measurer, u, np.ones(len(u), bool), epsilon, delta)
                        for _ in range(draws)], minlength=len(u))
@@ -138,7 +138,7 @@ def test_tables_past_a_clique_are_refused_and_mst_spends_all_on_a_forest():
         x, y = list(cols.values())[a], list(cols.values())[b]
         full[(a, b)] = np.bincount(x * shape[b] + y, minlength=shape[a] * shape[b]).reshape(
             shape[a], shape[b])
-    m = A._Measurer(Keys(dp.ChaCha20(5)), 0.3)
+    m = A.Measurer(Keys(dp.ChaCha20(5)), 0.3)
     model, ms = A.mst(full, shape, m)
     assert float(m.spent) == pytest.approx(0.3, rel=1e-9) and m.spent <= Fraction(0.3)
     assert sorted(x.clique for x in ms if len(x.clique) == 2) == [(0, 2), (1, 2)]
@@ -184,7 +184,7 @@ def test_aims_first_round_may_pick_what_does_not_grow_the_model():
     x = np.zeros(shape, dtype=np.int64)
     np.add.at(x, (gen.integers(0, 30, 500), gen.integers(0, 2, 500)), 1)
     exact = {(0,): x.sum(1), (1,): x.sum(0), (0, 1): x}
-    m = A._Measurer(Keys(dp.ChaCha20(2)), 0.5)
+    m = A.Measurer(Keys(dp.ChaCha20(2)), 0.5)
     model, ms = A.aim(exact, shape, [(0, 1)], m, max_cells=10)
     assert m.spent <= Fraction(0.5) and float(m.spent) == pytest.approx(0.5)
     assert all(len(x.clique) == 1 for x in ms)

@@ -560,7 +560,7 @@ def _released_counts(func: str, data: Any, columns: list[Hashable] | None, count
     """The common path of the counting releases: the last checks (the noise and cost of a
     table of sensitivity 1), then :func:`_released` of the counts summed on the workers,
     noised with discrete Laplace or discrete Gaussian noise."""
-    _hist._check_postprocess(postprocess, func)
+    _hist.check_postprocess(postprocess, func)
     m = counting_measure(func, noise, epsilon, delta, rho, accountant=accountant)
     total = _counted(data, columns, count, *args)
     return _released(func, total, m, accountant, rng, _noise_table, m.noise, postprocess)

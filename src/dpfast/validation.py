@@ -14,7 +14,7 @@ utilities, scores, values, labels or categories from the data, and anything deri
 (a sum, a maximum, the offending entry) — only by what it is and where: "an array of dtype
 float64 and shape (3, 2)" (:func:`describe`), "an entry at index (1, 0) is NaN"
 (:func:`entry_at`). A seed is a key and is described, never shown. Use :func:`fail_data`
-for a data argument where :func:`_fail` would print a parameter.
+for a data argument where :func:`fail` would print a parameter.
 """
 from __future__ import annotations
 
@@ -54,13 +54,13 @@ __all__ = [
 ]
 
 
-def _fail(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
+def fail(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
     """An error for a *public parameter* (shown as received); see :func:`fail_data`."""
     return exc(f"The {name!r} parameter of {func} must be {rule}. Got {value!r} instead.")
 
 
 def fail_data(exc: type[_E], name: str, func: str, rule: str, value: object) -> _E:
-    """An error for a *data argument*: as :func:`_fail`, with the value described by kind,
+    """An error for a *data argument*: as :func:`fail`, with the value described by kind,
     dtype and shape (:func:`describe`), never shown."""
     return exc(f"The {name!r} parameter of {func} must be {rule}. Got {describe(value)} "
                "instead.")
@@ -271,19 +271,19 @@ def check_real(value: object, name: str, func: str, *, low: float = 0.0,
     hi = ")" if high_open else "]"
     rule = f"a float in {lo}{low:g}, {high:g}{hi}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise _fail(TypeError, name, func, rule, value)
+        raise fail(TypeError, name, func, rule, value)
     try:
         x = float(value)
     except OverflowError:           # an int beyond the float range
-        raise _fail(ValueError, name, func, rule, value) from None
+        raise fail(ValueError, name, func, rule, value) from None
     if not math.isfinite(x):
-        raise _fail(ValueError, name, func, rule, value)
+        raise fail(ValueError, name, func, rule, value)
     if low_open and x <= low:       # -0.0 <= 0.0 too: no negative zero epsilon
-        raise _fail(ValueError, name, func, rule, value)
+        raise fail(ValueError, name, func, rule, value)
     if not low_open and x < low:
-        raise _fail(ValueError, name, func, rule, value)
+        raise fail(ValueError, name, func, rule, value)
     if (high_open and x >= high) or (not high_open and x > high):
-        raise _fail(ValueError, name, func, rule, value)
+        raise fail(ValueError, name, func, rule, value)
     return x + 0.0                  # -0.0 (allowed only in a closed interval at 0) -> 0.0
 
 
@@ -327,7 +327,7 @@ def check_scale(scale: object, func: str, *, high: float = MAX_SCALE) -> float:
     rule = f"a float in [2^-900, {high:g}]"
     x = check_real(scale, "scale", func, high=math.inf)
     if not MIN_SCALE <= x <= high:
-        raise _fail(ValueError, "scale", func, rule, scale)
+        raise fail(ValueError, "scale", func, rule, scale)
     return x
 
 
@@ -395,12 +395,12 @@ def check_size(size: object, func: str) -> tuple[int, ...] | None:
     shape: list[int] = []
     for d in dims:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral):
-            raise _fail(TypeError, "size", func, rule, size)
+            raise fail(TypeError, "size", func, rule, size)
         if d < 0:
-            raise _fail(ValueError, "size", func, rule, size)
+            raise fail(ValueError, "size", func, rule, size)
         shape.append(int(d))
     if len(shape) > 32 or math.prod(shape) > MAX_SIZE:
-        raise _fail(ValueError, "size", func, "a shape of at most 32 dimensions and 2^56 "
+        raise fail(ValueError, "size", func, "a shape of at most 32 dimensions and 2^56 "
                     "elements", size)
     return tuple(shape)
 
@@ -413,9 +413,9 @@ def check_positive_int(value: object, name: str, func: str, high: int = 2**62) -
     ValueError outside the range."""
     rule = f"an int in [1, {high}]"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise _fail(TypeError, name, func, rule, value)
+        raise fail(TypeError, name, func, rule, value)
     if not 1 <= int(value) <= high:
-        raise _fail(ValueError, name, func, rule, value)
+        raise fail(ValueError, name, func, rule, value)
     return int(value)
 
 
@@ -425,16 +425,16 @@ def check_threads(threads: int | None, func: str) -> int | None:
         return None
     rule = f"None or an int in [1, {MAX_THREADS}]"
     if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral):
-        raise _fail(TypeError, "threads", func, rule, threads)
+        raise fail(TypeError, "threads", func, rule, threads)
     if not 1 <= threads <= MAX_THREADS:
-        raise _fail(ValueError, "threads", func, rule, threads)
+        raise fail(ValueError, "threads", func, rule, threads)
     return int(threads)
 
 
 def check_bool(value: object, name: str, func: str) -> bool:
     """A bool (numpy bools included)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise _fail(TypeError, name, func, "a bool", value)
+        raise fail(TypeError, name, func, "a bool", value)
     return bool(value)
 
 

@@ -52,7 +52,8 @@ from .graphical import MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate, 
 if TYPE_CHECKING:
     from .._release import Keys
 
-__all__ = ["aim", "mst", "candidates", "aim_scores", "largest_sigma", "mst_pairs"]
+__all__ = ["aim", "mst", "candidates", "aim_scores", "largest_sigma", "mst_pairs",
+           "Measurer"]
 
 _Attrs = tuple[int, ...]
 #: AIM's first rounds' share of the budget: ``ROUNDS_PER_ATTRIBUTE * d`` rounds.
@@ -91,7 +92,7 @@ def _within(budget: Fraction, share: float) -> tuple[float, float]:
     return sigma, epsilon
 
 
-class _Measurer:
+class Measurer:
     """The rounds' draws under one charged release (tables of a few cells each: one thread):
     the keys, and the rho spent so far, kept exactly (a Fraction): a round that would pass
     the charged ``rho`` by any amount is refused (an error of the planning, never reached)."""
@@ -148,7 +149,7 @@ def candidates(workload: Sequence[_Attrs]) -> dict[_Attrs, float]:
 
 
 def aim(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
-        workload: Sequence[_Attrs], measurer: _Measurer,
+        workload: Sequence[_Attrs], measurer: Measurer,
         max_cells: int = MAX_CLIQUE_CELLS) -> tuple[GraphicalModel, list[Measurement]]:
     """AIM's rounds (see the module) on the exact tables ``exact`` of every candidate;
     returns the final model and the measurements, in order."""
@@ -199,7 +200,7 @@ def aim_scores(exact: dict[_Attrs, NDArray[np.int64]], model: GraphicalModel,
     return out
 
 
-def _select_among(measurer: _Measurer, scores: NDArray[np.float64], ok: NDArray[np.bool_],
+def _select_among(measurer: Measurer, scores: NDArray[np.float64], ok: NDArray[np.bool_],
                   epsilon: float, sensitivity: float) -> int:
     """The exponential mechanism over the allowed candidates only, as an index of all."""
     allowed = np.flatnonzero(ok)
@@ -245,7 +246,7 @@ def mst_pairs(sizes: Sequence[int]) -> list[_Attrs]:
 
 
 def mst(exact: dict[_Attrs, NDArray[np.int64]], shape: Sequence[int],
-        measurer: _Measurer) -> tuple[GraphicalModel, list[Measurement]]:
+        measurer: Measurer) -> tuple[GraphicalModel, list[Measurement]]:
     """MST (see the module) on the exact one- and two-way tables ``exact``."""
     rho = measurer.rho
     d = len(shape)

@@ -61,10 +61,10 @@ from ..releases.postprocess import consistent_counts
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
 from ..rng import resolve_rng
-from .adaptive import _Measurer, aim, candidates, largest_sigma, mst, mst_pairs
+from .adaptive import Measurer, aim, candidates, largest_sigma, mst, mst_pairs
 from .graphical import (MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate,
                         junction_tree)
-from .workloads import Marginals, _domain, marginal_sums
+from .workloads import Marginals, check_domain, marginal_sums
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -964,7 +964,7 @@ def _adaptive(data: Any, records: bool, plan: _Plan, cats: dict[Hashable, list[A
     else:
         exact = _sum_tables(_check_counts(data, func), counting)
     tables = dict(zip(sets, exact))
-    measurer = _Measurer(rel.charge_keys(), m.rho)
+    measurer = Measurer(rel.charge_keys(), m.rho)
     if how == "aim":
         model, _ = aim(tables, plan.sizes, plan.sets, measurer)
     else:
@@ -1143,7 +1143,7 @@ def _domain_plan(domain: object, k: object, workload: object, func: str) -> _Pla
         cats = {n: _categories(c, n, None, func) for n, c in domain.items()}
         names, sizes = tuple(cats), tuple(len(c) for c in cats.values())
     else:
-        sizes = _domain(domain, func)
+        sizes = check_domain(domain, func)
         names = tuple(range(len(sizes)))
     return _plan(names, sizes, k, workload, func)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Workload", "Identity", "Prefixes", "Ranges", "Rectangles", "Marginals",
            "Conjunctions", "Explicit", "MAX_ANSWERS", "TRUSTED",
-           "check_trusted"]
+           "check_trusted", "check_domain"]
 
 # answer() materializes every answer; beyond this many, use the workload's own methods
 # (range_sums of a tree release, for instance).
@@ -107,7 +107,9 @@ class Workload:
         return f"{type(self).__name__}(domain={self.domain}, n_queries={self.n_queries})"
 
 
-def _domain(domain: object, func: str) -> tuple[int, ...]:
+def check_domain(domain: object, func: str) -> tuple[int, ...]:
+    """The attributes' sizes of a workload's ``domain`` (an int, or a tuple or list of
+    positive ints), checked; errors name ``func``."""
     if isinstance(domain, (int, np.integer)) and not isinstance(domain, (bool, np.bool_)):
         domain = (domain,)
     if not isinstance(domain, (tuple, list)) or not domain:
@@ -120,7 +122,7 @@ class Identity(Workload):
     """Every cell's count: ``W = I``."""
 
     def __init__(self, domain: int | Sequence[int]):
-        self.domain = _domain(domain, "Identity")
+        self.domain = check_domain(domain, "Identity")
         self.n_queries = self.n_cells
 
     def _answer(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -180,7 +182,7 @@ class Rectangles(Workload):
     product of the two axes' ranges, ordered as ``Ranges(n0)`` x ``Ranges(n1)``."""
 
     def __init__(self, shape: Sequence[int]):
-        self.domain = _domain(shape, "Rectangles")
+        self.domain = check_domain(shape, "Rectangles")
         if len(self.domain) != 2:
             raise ValueError(f"The 'shape' parameter of Rectangles must have two sizes. "
                              f"Got {shape!r} instead.")
@@ -223,7 +225,7 @@ class Marginals(Workload):
     def __init__(self, domain: Sequence[int], k: int | None = 2, *,
                  attributes: Sequence[Sequence[int]] | None = None):
         func = "Marginals"
-        self.domain = _domain(domain, func)
+        self.domain = check_domain(domain, func)
         d = len(self.domain)
         if attributes is None:
             k = _v.check_positive_int(k, "k", func)
@@ -455,7 +457,7 @@ class Explicit(Workload):
             m.flags.writeable = False
         self.matrix = m
         self.n_queries = int(m.shape[0])
-        self.domain = _domain(domain if domain is not None else (m.shape[1],), func)
+        self.domain = check_domain(domain if domain is not None else (m.shape[1],), func)
         if self.n_cells != m.shape[1]:
             raise ValueError(f"The 'domain' parameter of {func} must have as many cells as "
                              f"the matrix has columns ({m.shape[1]}). Got {domain!r} instead.")

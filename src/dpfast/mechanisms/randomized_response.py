@@ -247,9 +247,9 @@ def rr_categorical_probabilities(k: _IntLike, *, epsilon: float) -> tuple[float,
 
 def _check_k(k: object, func: str) -> int:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-        raise _v._fail(TypeError, "k", func, "an int in [2, 2**62]", k)
+        raise _v.fail(TypeError, "k", func, "an int in [2, 2**62]", k)
     if not 2 <= k <= 2**62:                 # type: ignore[operator]  # k: numbers.Integral
-        raise _v._fail(ValueError, "k", func, "an int in [2, 2**62]", k)
+        raise _v.fail(ValueError, "k", func, "an int in [2, 2**62]", k)
     return int(k)
 
 
@@ -564,9 +564,9 @@ def rr_proportion_variance(proportion: float, n: _IntLike, *,
     pi = _v.check_real(proportion, "proportion", func, low=0.0, high=1.0, low_open=False,
                        high_open=False)
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-        raise _v._fail(TypeError, "n", func, "an int >= 1", n)
+        raise _v.fail(TypeError, "n", func, "an int >= 1", n)
     if n < 1:
-        raise _v._fail(ValueError, "n", func, "an int >= 1", n)
+        raise _v.fail(ValueError, "n", func, "an int >= 1", n)
     v = pi * lam1 * (1 - lam1) + (1 - pi) * lam0 * (1 - lam0)
     return v / (int(n) * slope * slope)
 

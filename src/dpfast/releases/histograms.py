@@ -151,17 +151,17 @@ def _prepare(func: str, noise: object, epsilon: object, delta: object, rho: obje
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
     if m.epsilon is None:
         rel.affordable()            # rho alone on an (epsilon, delta) budget: refused now
-    _check_postprocess(postprocess, func)
+    check_postprocess(postprocess, func)
     if total is not None:
         if postprocess != "consistent":
             raise ValueError(f"The 'total' parameter of {func} only applies with "
                              f"postprocess='consistent'. Got total={total!r} with "
                              f"postprocess={postprocess!r} instead.")
-        _post._check_integer_total(total, func, _post.MAX_TOTAL)
+        _post.check_integer_total(total, func, _post.MAX_TOTAL)
     return m, rel
 
 
-def _check_postprocess(option: object, func: str) -> None:
+def check_postprocess(option: object, func: str) -> None:
     if option is None or option in ("clip", "consistent") or callable(option):
         return
     raise ValueError(f"The 'postprocess' parameter of {func} must be None, 'clip', "
@@ -577,7 +577,7 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
     if epsilon is not None:
         _v.check_epsilon(epsilon, func)         # first, as before Gaussian noise
     d = _v.check_sensitivity(sensitivity, func)
-    _check_postprocess(postprocess, func)
+    check_postprocess(postprocess, func)
     if progress is not None:
         progress = _v.check_bool(progress, "progress", func)
     src = _v.as_array(counts, "counts", func)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..validation import _fail, as_array, check_data, check_real, entry_at
+from ..validation import as_array, check_data, check_real, entry_at, fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,23 +75,23 @@ def _check_counts(value: "ArrayLike", name: str,
     return arr
 
 
-def _check_integer_total(total: object, func: str, high: int) -> int:
+def check_integer_total(total: object, func: str, high: int) -> int:
     """A non-negative integral number (Python or numpy int, or an integral float) <= high,
     as a Python int."""
     rule = "a non-negative integer"
     if isinstance(total, (bool, np.bool_)) or not isinstance(total, numbers.Real):
-        raise _fail(TypeError, "total", func, rule, total)
+        raise fail(TypeError, "total", func, rule, total)
     if isinstance(total, numbers.Integral):
         value = int(total)
     else:
         x = float(total)
         if not math.isfinite(x) or x != math.floor(x):
-            raise _fail(ValueError, "total", func, rule, total)
+            raise fail(ValueError, "total", func, rule, total)
         value = int(x)
     if value < 0:
-        raise _fail(ValueError, "total", func, rule, total)
+        raise fail(ValueError, "total", func, rule, total)
     if value > high:
-        raise _fail(ValueError, "total", func, f"{rule} at most {high}", total)
+        raise fail(ValueError, "total", func, f"{rule} at most {high}", total)
     return value
 
 
@@ -483,7 +483,7 @@ def round_preserving_sum(x: "ArrayLike", total: "_Total") -> "NDArray[np.int64]"
     """
     func = "round_preserving_sum"
     arr, is_int = check_data(x, "x", func)
-    total = _check_integer_total(total, func, 2**63 - 1)
+    total = check_integer_total(total, func, 2**63 - 1)
     negative = arr < 0
     if negative.any():
         raise ValueError(f"The 'x' parameter of {func} must be non-negative. Got "
@@ -568,7 +568,7 @@ def consistent_counts(counts: "ArrayLike", total: "_Total | None" = None) -> "ND
                              "when 'total' is None. Got a larger sum instead (pass 'total').")
         total = max(0, round(s))
     else:
-        total = _check_integer_total(total, func, MAX_TOTAL)
+        total = check_integer_total(total, func, MAX_TOTAL)
     if arr.size == 0:
         if total > 0:
             raise ValueError(f"The 'total' parameter of {func} must be 0 when 'counts' is "
@@ -648,4 +648,4 @@ def apply(counts: "ArrayLike",
             return consistent_counts(counts, total)
     elif callable(postprocess):
         return postprocess(counts)
-    raise _fail(ValueError, "postprocess", "apply", _POSTPROCESS_RULE, postprocess)
+    raise fail(ValueError, "postprocess", "apply", _POSTPROCESS_RULE, postprocess)
