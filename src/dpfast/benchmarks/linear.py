@@ -92,9 +92,9 @@ def ranges(sizes: tuple[int, ...] = (2**10, 2**16, 2**20), epsilon: float = 1.0,
                 lambda s, od=od, x=x: od(x)
         b, h = _tree.tree_shape(n)
         exact = {"dp.tree_mechanism": _tree.mean_range_variance(
-                     n, b, h, _tree._noise_variance(True, h / epsilon)),
+                     n, b, h, _tree.noise_variance(True, h / epsilon)),
                  "independent Laplace (dp.noisy_counts)": _tree.mean_range_variance(
-                     n, n, 1, _tree._noise_variance(True, 1 / epsilon))}
+                     n, n, 1, _tree.noise_variance(True, 1 / epsilon))}
         mse: dict[str, list[float]] = {name: [] for name in methods}
         sec: dict[str, list[float]] = {name: [] for name in methods}
         for s in range(runs.get(n, 20)):

@@ -60,7 +60,8 @@ import numpy as np
 from .. import validation as _v
 from .._owned import Owned
 from .._release import Keys, release
-from ..mechanisms.sparse_vector import SparseVectorHalted, _noise, _Noise
+from ..mechanisms.sparse_vector import SparseVectorHalted
+from ..mechanisms.threshold_noise import ThresholdNoise as _Noise, make_noise as _noise
 from ..noise import Laplace
 from ..rng import resolve_threads
 from . import workloads as _wl

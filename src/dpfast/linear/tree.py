@@ -142,10 +142,14 @@ def mean_range_variance(n: int, branching: int, height: int, node_variance: floa
     return float(total / (n * (n + 1) // 2))
 
 
-def _noise_variance(integer: bool, scale: float) -> float:
+def noise_variance(integer: bool, scale: float) -> float:
     """Variance of the noise of this scale per measured node (that of
     :class:`dpfast.noise.Laplace`)."""
     return Laplace(scale, integer).variance
+
+
+# The name the tests of this module knew it by.
+_noise_variance = noise_variance
 
 
 def _sum_groups(a: NDArray[np.float64], b: int,

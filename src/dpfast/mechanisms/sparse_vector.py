@@ -55,7 +55,6 @@ holds), and copying, pickling or using one in a forked child is refused. ``cutof
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,9 +62,8 @@ import numpy as np
 from .. import validation as _v
 from .._owned import Owned
 from .._release import Keys, release, sampler_keys
-from ..noise import Laplace
 from ..rng import resolve_threads
-from ..samplers import MAX_DISCRETE_SCALE
+from .threshold_noise import ThresholdNoise as _Noise, make_noise as _noise
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,66 +75,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AboveThreshold", "Sparse", "NumericSparse", "SparseVectorHalted", "sample_runs"]
 
-# Integer thresholds and queries stay exact in int64 with noise added while |value| <= 2^62.
-_MAX_INT = 2**62
-
 
 class SparseVectorHalted(RuntimeError):
     """A query to a sparse-vector object that has given all its above-threshold answers."""
-
-
-@dataclass(frozen=True)
-class _Noise:
-    """The noise of one sparse-vector object: for each of the threshold, the comparisons
-    and the released values, the scale, and the :class:`dpfast.noise.Laplace` of each
-    scale (discrete, or on that scale's grid)."""
-
-    discrete: bool
-    threshold: float                   # noise scales
-    queries: float
-    values: float
-    laplaces: dict[float, Laplace] = field(default_factory=dict, compare=False)
-
-    def laplace(self, scale: float) -> Laplace:
-        """The Laplace noise of this scale: discrete (parameter ``scale``) or on the grid of
-        :func:`dpfast.samplers.laplace_grid` ``(scale)``."""
-        noise = self.laplaces.get(scale)
-        if noise is None:
-            noise = self.laplaces[scale] = Laplace(scale, integer=self.discrete)
-        return noise
-
-    def limit(self, scale: float) -> float:
-        """The largest magnitude a value noised at this scale may have."""
-        return float(_MAX_INT) if self.discrete else 2.0**52 * self.laplace(scale).g
-
-    def draw(self, keys: Keys, threads: int, base: NDArray[Any],
-             scale: float) -> NDArray[Any]:
-        """``base`` (int64 when discrete, else float64) plus noise of this scale, under the
-        release's next key."""
-        out = np.empty(base.size, np.int64 if self.discrete else np.float64)
-        return self.laplace(scale).fill(keys.next(), threads, out, base)
-
-    def draw_one(self, keys: Keys, value: int | float, scale: float) -> int | float:
-        """One value plus noise of this scale (on the calling thread), under the release's
-        next key."""
-        return self.laplace(scale).scalar(keys.next(), 1, int(value) if self.discrete
-                                          else float(value))
-
-
-def _noise(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
-           monotonic: bool, shares: tuple[float, ...], func: str) -> _Noise:
-    """The noise scales (Lyu et al., Algorithms 1 and 7), discrete for an integer threshold
-    and an integral sensitivity, each within the samplers' range."""
-    discrete = isinstance(threshold, (int, np.integer)) and not isinstance(
-        threshold, (bool, np.bool_)) and float(sensitivity).is_integer()
-    per_query = (1.0 if monotonic else 2.0) * cutoff * sensitivity
-    scales = (sensitivity / (shares[0] * epsilon), per_query / (shares[1] * epsilon),
-              cutoff * sensitivity / (shares[2] * epsilon) if len(shares) > 2 else 1.0)
-    high = MAX_DISCRETE_SCALE if discrete else _v.MAX_SCALE
-    for scale in scales:
-        _v.check_noise_scale(scale, "'epsilon', 'sensitivity', 'cutoff' and 'shares'", func,
-                             high=high)
-    return _Noise(discrete, *scales)
 
 
 def _checked(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
