@@ -199,7 +199,10 @@ def uniform(size: _Size | None = None, *, rng: RngLike = None,
     size : int or tuple of ints, optional
         Output shape; ``None`` returns a Python float.
     rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
-        Source of randomness (see :func:`dpfast.rng.resolve_rng`).
+        Source of randomness. ``None`` uses a process-wide generator keyed from the OS. An
+        int seed makes the output reproducible: for tests and research only (anyone who
+        knows the seed can subtract the noise from a release).
+        See :func:`dpfast.rng.resolve_rng`.
     threads : int, optional
         Threads for large outputs; default ``OMP_NUM_THREADS`` or the usable CPUs. The result
         for a given ``rng`` does not depend on it.
@@ -207,13 +210,26 @@ def uniform(size: _Size | None = None, *, rng: RngLike = None,
     Returns
     -------
     float or ndarray of float64
+        Uniform draws in (0, 1), never 0 or 1; a Python float when ``size`` is ``None``.
+
+    Raises
+    ------
+    TypeError
+        If ``size`` is not an int or a tuple of ints, ``threads`` is not an int, or ``rng``
+        is not one of the accepted kinds (a Generator over another bit generator included).
+    ValueError
+        If ``size`` has a negative entry or more than 32 dimensions or 2**56 elements,
+        ``threads`` is outside [1, 1024], or ``rng`` is a negative seed.
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> u = dp.uniform(1000, rng=1)
-    >>> bool(((u > 0) & (u < 1)).all())
-    True
+    >>> import numpy as np
+    >>> u = dp.uniform(1000, rng=1)          # a seed: reproducible, for tests only
+    >>> u.shape, bool(((u > 0) & (u < 1)).all())
+    ((1000,), True)
+    >>> print(np.round(dp.uniform(3, rng=1), 3))
+    [0.246 0.698 0.688]
     """
     return _sample("uniform", size, rng, threads, np.float64, _noise.uniforms)
 
@@ -222,7 +238,24 @@ def laplace_granularity(scale: float) -> float:
     """laplace_granularity(scale)
 
     The grid step ``g`` of :func:`laplace` noise with this scale: the smallest power of two
-    ``>= scale * 2**-GRANULARITY_BITS``.
+    ``>= scale * 2**-GRANULARITY_BITS`` (``GRANULARITY_BITS`` is 24).
+
+    Parameters
+    ----------
+    scale : float
+        The Laplace scale ``b``, in [2^-900, 2^1000].
+
+    Returns
+    -------
+    float
+        A power of two ``g`` with ``scale / g`` in (2**23, 2**24].
+
+    Raises
+    ------
+    TypeError
+        If ``scale`` is not a real number (a bool included).
+    ValueError
+        If ``scale`` is NaN, infinite or outside [2^-900, 2^1000].
 
     Examples
     --------
@@ -254,7 +287,9 @@ def laplace(scale: float, size: _Size | None = None, *, rng: RngLike = None,
     size : int or tuple of ints, optional
         Output shape; ``None`` returns a Python float.
     rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
-        Source of randomness. ``None`` uses a process-wide generator keyed from the OS.
+        Source of randomness. ``None`` uses a process-wide generator keyed from the OS. An
+        int seed makes the output reproducible: for tests and research only (anyone who
+        knows the seed can subtract the noise from a release).
     threads : int, optional
         Threads for large outputs (default ``OMP_NUM_THREADS``); the result for a given
         ``rng`` does not depend on it.
@@ -268,8 +303,14 @@ def laplace(scale: float, size: _Size | None = None, *, rng: RngLike = None,
 
     Raises
     ------
-    TypeError, ValueError
-        For a scale that is not a finite float in range, or a bad size, rng or threads.
+    TypeError
+        If ``scale`` is not a real number (a bool included), ``size`` is not an int or a
+        tuple of ints, ``threads`` is not an int, or ``rng`` is not one of the accepted kinds
+        (a Generator over another bit generator included).
+    ValueError
+        If ``scale`` is NaN, infinite or outside [2^-900, 2^1000]; ``size`` has a negative
+        entry or more than 32 dimensions or 2**56 elements; ``threads`` is outside
+        [1, 1024]; or ``rng`` is a negative seed.
 
     Notes
     -----
@@ -286,9 +327,12 @@ def laplace(scale: float, size: _Size | None = None, *, rng: RngLike = None,
     Examples
     --------
     >>> import dpfast as dp
-    >>> x = dp.laplace(1.0, 5, rng=42)
+    >>> import numpy as np
+    >>> x = dp.laplace(1.0, 5, rng=42)       # a seed: reproducible, for tests only
+    >>> print(np.round(x, 3))
+    [ 0.168  0.115 -1.066 -0.368 -0.295]
     >>> g = dp.laplace_granularity(1.0)
-    >>> bool((x / g == (x / g).round()).all())
+    >>> bool((x / g == (x / g).round()).all())     # every output is on the grid
     True
     """
     noise = _noise.Laplace(_v.check_scale(scale, "laplace"), integer=False)
@@ -316,11 +360,22 @@ def discrete_laplace(scale: float, size: _Size | None = None, *, rng: RngLike = 
     size : int or tuple of ints, optional
         Output shape; ``None`` returns a Python int.
     rng, threads
-        As for :func:`laplace`.
+        As for :func:`laplace` (an int seed is for tests and research only).
 
     Returns
     -------
     int or ndarray of int64
+        Draws of ``K``: mean 0, variance ``2a / (1 - a)**2``; a Python int when ``size`` is
+        ``None``.
+
+    Raises
+    ------
+    TypeError
+        If ``scale`` is not a real number (a bool included), or ``size``, ``threads`` or
+        ``rng`` is of a kind not accepted (as for :func:`laplace`).
+    ValueError
+        If ``scale`` is NaN, infinite or outside [2^-900, 2^40], or ``size``, ``threads`` or
+        ``rng`` is out of range (as for :func:`laplace`).
 
     Notes
     -----
@@ -330,8 +385,11 @@ def discrete_laplace(scale: float, size: _Size | None = None, *, rng: RngLike = 
     Examples
     --------
     >>> import dpfast as dp
-    >>> dp.discrete_laplace(2.0, 4, rng=3).dtype
+    >>> k = dp.discrete_laplace(2.0, 6, rng=3)     # a seed: reproducible, for tests only
+    >>> k.dtype
     dtype('int64')
+    >>> print(k)
+    [-4  2  1  1  3  0]
     """
     noise = _noise.Laplace(_v.check_scale(scale, "discrete_laplace", high=MAX_DISCRETE_SCALE),
                            integer=True)
@@ -343,10 +401,30 @@ def gaussian_granularity(sigma: float) -> float:
 
     Grid step of :func:`gaussian` noise: the smallest power of two >= ``sigma * 2**-20``.
 
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, in [2^-900, 2^1000].
+
+    Returns
+    -------
+    float
+        A power of two ``g`` with ``sigma / g`` in (2**19, 2**20].
+
+    Raises
+    ------
+    TypeError
+        If ``sigma`` is not a real number (a bool included).
+    ValueError
+        If ``sigma`` is NaN, infinite or outside [2^-900, 2^1000] (the message calls it
+        ``'scale'``).
+
     Examples
     --------
     >>> import dpfast as dp
     >>> dp.gaussian_granularity(1.0) == 2.0**-20
+    True
+    >>> dp.gaussian_granularity(3.0) == 2.0**-18
     True
     """
     return gaussian_grid(_v.check_scale(sigma, "gaussian_granularity"))
@@ -366,14 +444,47 @@ def gaussian(sigma: float, size: _Size | None = None, *, rng: RngLike = None,
 
     Returns ``g * Z``, ``g = gaussian_granularity(sigma)``, ``Z`` discrete Gaussian with
     parameter ``sigma / g`` (its variance is within a relative 1e-12 of ``(sigma/g)**2``
-    for these parameters). ``sigma`` in [2**-900, 2**1000].
+    for these parameters).
+
+    Parameters
+    ----------
+    sigma : float
+        The standard deviation, in [2**-900, 2**1000].
+    size : int or tuple of ints, optional
+        Output shape; ``None`` returns a Python float.
+    rng, threads
+        As for :func:`laplace` (an int seed is for tests and research only).
+
+    Returns
+    -------
+    float or ndarray of float64
+        Multiples of ``g = gaussian_granularity(sigma)`` with mean 0 and standard deviation
+        ``sigma`` (to a relative 1e-12).
+
+    Raises
+    ------
+    TypeError
+        If ``sigma`` is not a real number (a bool included), or ``size``, ``threads`` or
+        ``rng`` is of a kind not accepted (as for :func:`laplace`).
+    ValueError
+        If ``sigma`` is NaN, infinite or outside [2**-900, 2**1000] (the message calls it
+        ``'scale'``), or ``size``, ``threads`` or ``rng`` is out of range (as for
+        :func:`laplace`).
+
+    Notes
+    -----
+    Drawn by exact rejection sampling: see the module documentation for the sampler and its
+    distance from the ideal distribution (:func:`gaussian_fp_error`).
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> x = dp.gaussian(3.0, 1000, rng=1)
+    >>> import numpy as np
+    >>> x = dp.gaussian(3.0, 1000, rng=1)          # a seed: reproducible, for tests only
+    >>> print(np.round(x[:4], 3))
+    [ 0.111 -1.807  0.392  4.974]
     >>> g = dp.gaussian_granularity(3.0)
-    >>> bool((x / g == (x / g).round()).all())
+    >>> bool((x / g == (x / g).round()).all())     # every output is on the grid
     True
     """
     noise = _noise.Gaussian(_v.check_scale(sigma, "gaussian"), integer=False)
@@ -391,13 +502,45 @@ def discrete_gaussian(sigma: float, size: _Size | None = None, *, rng: RngLike =
     """discrete_gaussian(sigma, size=None, *, rng=None, threads=None)
 
     Discrete Gaussian noise: int64 with ``P[Z = z]`` proportional to
-    ``exp(-z**2 / (2 sigma**2))``, ``sigma`` in [2**-900, 2**39].
+    ``exp(-z**2 / (2 sigma**2))``.
+
+    Parameters
+    ----------
+    sigma : float
+        The distribution's parameter, in [2**-900, 2**39]; its variance is below
+        ``sigma**2`` and within a relative 1e-12 of it for ``sigma`` >= 2.
+    size : int or tuple of ints, optional
+        Output shape; ``None`` returns a Python int.
+    rng, threads
+        As for :func:`laplace` (an int seed is for tests and research only).
+
+    Returns
+    -------
+    int or ndarray of int64
+        Draws of ``Z``, symmetric about 0.
+
+    Raises
+    ------
+    TypeError
+        If ``sigma`` is not a real number (a bool included), or ``size``, ``threads`` or
+        ``rng`` is of a kind not accepted (as for :func:`laplace`).
+    ValueError
+        If ``sigma`` is NaN, infinite or outside [2**-900, 2**39] (the message calls it
+        ``'scale'``), or ``size``, ``threads`` or ``rng`` is out of range (as for
+        :func:`laplace`).
+
+    Notes
+    -----
+    The sampler and its floating-point analysis are in the module documentation.
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> dp.discrete_gaussian(2.0, 5, rng=1).dtype
+    >>> z = dp.discrete_gaussian(2.0, 6, rng=1)    # a seed: reproducible, for tests only
+    >>> z.dtype
     dtype('int64')
+    >>> print(z)
+    [ 3  0  0 -4 -2 -3]
     """
     noise = _noise.Gaussian(_v.check_scale(sigma, "discrete_gaussian", high=MAX_DISCRETE_SIGMA),
                             integer=True)
