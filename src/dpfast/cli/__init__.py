@@ -28,16 +28,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Se
 
 import numpy as np
 
-from . import __version__
-from . import _native
-from .accounting import Accountant
-from .datasets import load_adult
-from .ledger import KEY_SUFFIX
-from .mechanisms import laplace_mechanism, laplace_privacy_loss, max_error_bound
-from .releases import count_categories, histogram
-from .rng import default_threads
-from .samplers import MAX_DISCRETE_SCALE
-from .validation import MIN_SCALE
+from .. import __version__
+from .. import _native
+from ..accounting import Accountant
+from ..datasets import load_adult
+from ..ledger import KEY_SUFFIX
+from ..mechanisms import laplace_mechanism, laplace_privacy_loss, max_error_bound
+from ..releases import count_categories, histogram
+from ..rng import default_threads
+from ..samplers import MAX_DISCRETE_SCALE
+from ..validation import MIN_SCALE
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from .groupby import GroupBy
+    from ..groupby import GroupBy
 
     _T = TypeVar("_T")
 
@@ -1246,7 +1246,7 @@ def _agg_cell(x: object) -> object:
 
 
 def _aggregate(args: argparse.Namespace, out: TextIO) -> int:
-    from .groupby import group_by
+    from ..groupby import group_by
     err = args.err
     _check_aggregate_options(args)
     specs = _agg_specs(args)
@@ -1327,8 +1327,8 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
 
 # -- dpfast bench -----------------------------------------------------------------------
 def _bench(args: argparse.Namespace, out: TextIO) -> int:
-    from . import benchmarks
-    from .benchmarks import suite
+    from .. import benchmarks
+    from ..benchmarks import suite
 
     # Checked before timing anything: a bad option or a missing matplotlib ends the command
     # with one message instead of after a minute of measurement.
@@ -1376,7 +1376,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
 
 def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int,
                        json_out: "OutputFile | None") -> int:
-    from .benchmarks import small_calls
+    from ..benchmarks import small_calls
 
     calls = 200 if args.quick else 2000
     rows = small_calls.run(repeat, calls, libraries=not args.no_libraries)
@@ -1390,7 +1390,7 @@ def _bench_small_calls(args: argparse.Namespace, out: TextIO, repeat: int,
 
 
 def _bench_linear(args: argparse.Namespace, out: TextIO, json_out: "OutputFile | None") -> int:
-    from .benchmarks import linear
+    from ..benchmarks import linear
 
     report = linear.run(quick=args.quick, libraries=not args.no_libraries, peer=args.mbi)
     return _print_report(report, linear.to_markdown(report), args, out, json_out)
@@ -1398,7 +1398,7 @@ def _bench_linear(args: argparse.Namespace, out: TextIO, json_out: "OutputFile |
 
 def _bench_interactive(args: argparse.Namespace, out: TextIO,
                        json_out: "OutputFile | None") -> int:
-    from .benchmarks import interactive
+    from ..benchmarks import interactive
 
     report = interactive.run(quick=args.quick)
     return _print_report(report, interactive.to_markdown(report), args, out, json_out)
@@ -1406,7 +1406,7 @@ def _bench_interactive(args: argparse.Namespace, out: TextIO,
 
 def _bench_budgets(args: argparse.Namespace, out: TextIO,
                    json_out: "OutputFile | None") -> int:
-    from .benchmarks import budgets
+    from ..benchmarks import budgets
 
     report = budgets.run(quick=args.quick)
     return _print_report(report, budgets.to_markdown(report), args, out, json_out)
@@ -1414,7 +1414,7 @@ def _bench_budgets(args: argparse.Namespace, out: TextIO,
 
 def _bench_records(args: argparse.Namespace, out: TextIO,
                    json_out: "OutputFile | None") -> int:
-    from .benchmarks import records
+    from ..benchmarks import records
 
     rows = args.size if args.size is not None else (10**6 if args.quick else 10**7)
     report = records.run(rows=rows, peers=not args.no_libraries,
@@ -1514,7 +1514,7 @@ def _ledger_options(parser: argparse.ArgumentParser, budget_default: str) -> Non
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
     """Audit each case; 1 if any claim is contradicted (for the broken variants, expected)."""
-    from .auditing import CASES, run_case
+    from ..auditing import CASES, run_case
     names = args.cases or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
@@ -1687,7 +1687,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _aggregate_parser(sub)
 
-    from .auditing import CASES
+    from ..auditing import CASES
     aud = sub.add_parser(
         "audit", help="a lower bound on the epsilon a mechanism really spends (empirical "
                       "privacy audit)",
@@ -1712,7 +1712,7 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="show the compiled kernels in use and thread count")
     info.set_defaults(func=_info)
 
-    from .benchmarks import FAMILIES
+    from ..benchmarks import FAMILIES
     bench = sub.add_parser(
         "bench", help="throughput of every mechanism family next to numpy",
         description="Times each mechanism family (median of interleaved repeats after a "
@@ -1822,6 +1822,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         guard.restore()
     parser.exit(2, failure)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
