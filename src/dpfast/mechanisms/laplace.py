@@ -69,11 +69,20 @@ def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
 
     Raises
     ------
-    TypeError, ValueError
-        For any invalid argument (NaN/inf data, epsilon <= 0, negative sensitivity, boolean
-        or object data, ...), before anything is charged or drawn.
+    TypeError
+        If ``sensitivity`` or ``epsilon`` is not a real number (a bool included); ``value``
+        is not numeric data (booleans, complex numbers, strings, objects, dates, a masked
+        array); ``accountant`` is not an accountant; ``rng`` is not one of the accepted kinds;
+        or ``threads`` is not an int. Raised before anything is charged or drawn.
+    ValueError
+        If ``sensitivity`` or ``epsilon`` is NaN, infinite or <= 0 (``-0.0`` included);
+        ``sensitivity / epsilon`` is outside [2^-900, 2^1000] (2^40 for integer data);
+        ``value`` is ragged, holds NaN or infinite entries or integers beyond int64, or an
+        entry beyond ``2**62`` (integer data) or ``2**52 g`` (float data); ``threads`` is
+        outside [1, 1024]; or ``rng`` is a negative seed. Raised before anything is charged
+        or drawn; the message gives the position of a bad entry, never its value.
     BudgetExceededError
-        If the accountant cannot afford epsilon; nothing is drawn.
+        If the accountant cannot afford ``epsilon``; nothing is charged or drawn.
 
     Notes
     -----
@@ -84,11 +93,21 @@ def laplace_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float,
 
     Examples
     --------
+    A count released at epsilon = 0.5 (``rng=0`` makes the example reproducible: a seed is
+    for tests only), then a release the remaining budget cannot afford:
+
     >>> import dpfast as dp
     >>> acct = dp.Accountant(epsilon=1.0)
     >>> noisy = dp.laplace_mechanism(6460, sensitivity=1, epsilon=0.5, accountant=acct, rng=0)
     >>> isinstance(noisy, int), acct.spent
     (True, (0.5, 0.0))
+    >>> print(noisy)
+    6458
+    >>> try:
+    ...     dp.laplace_mechanism([3.5, 10.25], sensitivity=1, epsilon=0.8, accountant=acct)
+    ... except dp.BudgetExceededError:
+    ...     print("refused; spent:", acct.spent)
+    refused; spent: (0.5, 0.0)
     """
     func = "laplace_mechanism"
     d = _v.check_sensitivity(sensitivity, func)
@@ -151,12 +170,41 @@ def laplace_privacy_loss(scale: float, sensitivity: float, *, discrete: bool = F
     documentation. (The grid keeps the rounding within 2**-12 of D; a release is charged
     its nominal epsilon ``D/b``.)
 
+    Parameters
+    ----------
+    scale : float
+        The Laplace scale ``b`` of the noise, in [2^-900, 2^1000] (2^40 with ``discrete``).
+    sensitivity : float
+        The query's L1 sensitivity ``D``, > 0.
+    discrete : bool, optional
+        ``True`` for an integer query with discrete Laplace noise; ``False`` (default) for
+        the grid mechanism on real data.
+    cells : int, optional
+        The number of real coordinates a neighbour may change, in [1, 2**62] (each adds
+        one grid step of rounding); not used with ``discrete``.
+
+    Returns
+    -------
+    float
+        The certified epsilon', at least the nominal ``D/b`` up to the grid's rounding.
+
+    Raises
+    ------
+    TypeError
+        If ``scale`` or ``sensitivity`` is not a real number, ``discrete`` is not a bool, or
+        ``cells`` is not an int (bools included).
+    ValueError
+        If ``sensitivity`` is NaN, infinite or <= 0; ``scale`` is NaN, infinite or outside
+        its range; ``cells`` is outside [1, 2**62]; or the loss is beyond the largest float.
+
     Examples
     --------
     >>> import dpfast as dp
     >>> eps_prime = dp.laplace_privacy_loss(10.0, 1.0)
     >>> 0.1 < eps_prime < 0.1 + 2.4e-7
     True
+    >>> print(f"{dp.laplace_privacy_loss(1000.0, 1.0, discrete=True):.12f}")
+    0.001000000007
     """
     func = "laplace_privacy_loss"
     d = _v.check_sensitivity(sensitivity, func)
@@ -192,7 +240,7 @@ def max_error_bound(k: SupportsIndex, *, epsilon: float, sensitivity: float = 1.
     k : int
         Number of cells (coordinates) released, >= 1.
     epsilon : float
-        Privacy parameter of the release.
+        Privacy parameter of the release, > 0.
     sensitivity : float, optional
         L1 sensitivity of the released vector (1 for a histogram).
     beta : float, optional
@@ -206,6 +254,16 @@ def max_error_bound(k: SupportsIndex, *, epsilon: float, sensitivity: float = 1.
     Returns
     -------
     float or int
+        The bound: an int with ``discrete``, a float otherwise.
+
+    Raises
+    ------
+    TypeError
+        If ``k`` is not an int (a bool included), ``epsilon``, ``sensitivity`` or ``beta``
+        is not a real number, or ``discrete`` is not a bool.
+    ValueError
+        If ``k`` < 1; ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0; or ``beta``
+        is not in (0, 1).
 
     Notes
     -----
