@@ -82,21 +82,72 @@ def gaussian_mechanism(value: "ArrayLike", *, sensitivity: float, epsilon: float
     Release ``value`` with Gaussian noise calibrated to its l2 ``sensitivity``:
     (epsilon, delta)-DP, both charged to the accountant before any noise is drawn.
 
-    The data (integer or float) is rounded to the grid of :func:`gaussian_granularity` and
-    gets grid Gaussian noise; the result is float64. (For integer pipelines,
-    :func:`discrete_gaussian` gives integer noise, but its (epsilon, delta) at the
-    continuous calibration can exceed delta for small sigma -- by 2% to 18% at sigma 2 to 5
-    -- so the mechanism does not use it.) See the module documentation for the
-    calibration and the distance from the ideal distribution.
+    The data (integer or float) is rounded to a power-of-two grid no coarser than
+    :func:`gaussian_granularity` of sigma (finer for many coordinates; sigma is calibrated
+    for what the rounding can add) and gets grid Gaussian noise; the result is float64. (For integer pipelines, :func:`discrete_gaussian` gives integer noise, but
+    its (epsilon, delta) at the continuous calibration can exceed delta for small sigma -- by
+    2% to 18% at sigma 2 to 5 -- so the mechanism does not use it.) See the module
+    documentation for the calibration and the distance from the ideal distribution.
+
+    Parameters
+    ----------
+    value : int, float or array_like of them
+        The true query answer(s).
+    sensitivity : float
+        l2 sensitivity of the query (over all coordinates together), > 0.
+    epsilon : float
+        Privacy parameter, > 0 (< 1 for the classic calibration).
+    delta : float
+        Privacy parameter, in (0, 1).
+    calibration : {"analytic", "classic"}, optional
+        How sigma is computed from the parameters (module documentation); the default
+        ``"analytic"`` gives the smaller sigma and holds for any epsilon.
+    accountant : Accountant, optional
+        Charged (epsilon, delta); default :func:`dpfast.default_accountant`.
+    rng : None, ChaCha20 or numpy.random.Generator over ChaCha20, or an int seed, optional
+        ``None`` (the default, for real releases) draws from an OS-keyed generator. A seed
+        makes the noise reproducible: for tests and research only.
+    threads : int, optional
+        Threads for large inputs (default ``OMP_NUM_THREADS``); the output for a given
+        generator state does not depend on it.
+
+    Returns
+    -------
+    float or ndarray of float64
+        Same shape as ``value``; a Python float for a scalar. The noise's sigma is
+        :func:`released_sigma` of the parameters and the number of coordinates.
+
+    Raises
+    ------
+    TypeError
+        If ``sensitivity``, ``epsilon`` or ``delta`` is not a real number (a bool included);
+        ``value`` is not numeric data; ``accountant`` is not an accountant; ``rng`` is not
+        one of the accepted kinds; or ``threads`` is not an int. Raised before anything is
+        charged or drawn.
+    ValueError
+        If ``sensitivity`` or ``epsilon`` is NaN, infinite or <= 0; ``delta`` is not in
+        (0, 1); ``calibration`` is neither name, or ``"classic"`` with ``epsilon >= 1``; the
+        parameters give a sigma outside [2^-900, 2^1000] or admit no calibration (the
+        floating-point error of that many coordinates would take all of epsilon and delta);
+        ``value`` is ragged, holds NaN or infinite entries or integers beyond int64, or an
+        entry beyond ``2**51`` grid steps; ``threads`` is outside [1, 1024]; or ``rng`` is a
+        negative seed. Raised before anything is charged or drawn.
+    BudgetExceededError
+        If the accountant cannot afford (epsilon, delta); nothing is charged or drawn.
 
     Examples
     --------
+    Three counts at (1, 1e-5) (``rng=0``: reproducible, for tests only):
+
     >>> import dpfast as dp
+    >>> import numpy as np
     >>> acct = dp.Accountant(epsilon=1.0, delta=1e-5)
     >>> noisy = dp.gaussian_mechanism([120, 45, 7], sensitivity=1.0, epsilon=1.0, delta=1e-5,
     ...                               accountant=acct, rng=0)
     >>> noisy.dtype, acct.spent
     (dtype('float64'), (1.0, 1e-05))
+    >>> print(np.round(noisy, 2))
+    [122.33  45.05   7.45]
     """
     func = "gaussian_mechanism"
     d2 = _v.check_sensitivity(sensitivity, func)
