@@ -156,9 +156,9 @@ def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 
     scores : 1-d array_like of float
         One score per candidate; ``-inf`` excludes a candidate; NaN and ``+inf`` are errors.
     epsilon : float
-        Privacy parameter, charged before any noise is drawn.
+        Privacy parameter, > 0, charged before any noise is drawn.
     sensitivity : float, optional
-        How much one person can change any single score.
+        How much one person can change any single score, > 0.
     noise : {"laplace", "exponential", "gumbel"}
         Laplace: Report Noisy Max. Exponential: report one-sided noisy arg-max, which is
         permute-and-flip. Gumbel: exactly the exponential mechanism.
@@ -166,19 +166,40 @@ def report_noisy_max(scores: ArrayLike, *, epsilon: float, sensitivity: float = 
         True when adding a person can only raise (or only lower) all scores, e.g. counts;
         halves the noise scale (``D/eps`` instead of ``2 D/eps``).
     accountant, rng, threads
-        As for :func:`dpfast.laplace_mechanism`.
+        As for :func:`dpfast.laplace_mechanism` (an int seed is for tests and research only).
 
     Returns
     -------
     int
+        The index of the selected candidate (never an excluded one).
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` or ``sensitivity`` is not a real number (a bool included) or
+        ``monotonic`` is not a bool; ``scores`` is not numeric data (booleans, strings,
+        objects, a masked array); ``accountant`` is not an accountant; ``rng`` is not one of
+        the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0, or their noise scale
+        ``sensitivity/epsilon`` is outside [2^-1022, 2^1000]; ``scores`` is ragged, not 1-d,
+        empty, holds a NaN or ``+inf`` (the message gives its position, not the data) or
+        excludes every candidate (all ``-inf``); ``noise`` is not one of the three names;
+        ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. Every check above runs before anything
+        is charged or drawn.
 
     Examples
     --------
     >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=2.0)
     >>> votes = [49, 25, 6, 2]        # sports: football, basketball, hockey, curling
-    >>> dp.report_noisy_max(votes, epsilon=1.0, monotonic=True, accountant=dp.Accountant(),
-    ...                     rng=1)
+    >>> dp.report_noisy_max(votes, epsilon=1.0, monotonic=True, accountant=acct,
+    ...                     rng=1)   # a seed: reproducible, for tests only
     0
+    >>> acct.spent
+    (1.0, 0.0)
     """
     func = "report_noisy_max"
     if not isinstance(noise, str) or noise not in _NOISE:
@@ -203,12 +224,45 @@ def permute_and_flip(utilities: ArrayLike, *, epsilon: float, sensitivity: float
     (Ding et al. 2021) and costs one pass. eps-DP; never worse than the exponential
     mechanism in expected utility.
 
+    Parameters
+    ----------
+    utilities : 1-d array_like of float
+        One utility per candidate; ``-inf`` excludes a candidate; NaN and ``+inf`` are
+        errors.
+    epsilon, sensitivity, monotonic, accountant, rng, threads
+        As for :func:`report_noisy_max`.
+
+    Returns
+    -------
+    int
+        The index of the selected candidate (never an excluded one).
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` or ``sensitivity`` is not a real number (a bool included) or
+        ``monotonic`` is not a bool; ``utilities`` is not numeric data (booleans, strings,
+        objects, a masked array); ``accountant`` is not an accountant; ``rng`` is not one of
+        the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0, or their noise scale
+        ``sensitivity/epsilon`` is outside [2^-1022, 2^1000]; ``utilities`` is ragged, not
+        1-d, empty, holds a NaN or ``+inf`` (the message gives its position, not the data)
+        or excludes every candidate (all ``-inf``); ``threads`` is outside [1, 1024]; or
+        ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. Every check above runs before anything
+        is charged or drawn.
+
     Examples
     --------
     >>> import dpfast as dp
-    >>> dp.permute_and_flip([10.0, 9.0, -5.0], epsilon=50.0, accountant=dp.Accountant(),
-    ...                     rng=2)
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> dp.permute_and_flip([49, 25, 6, 2], epsilon=1.0, monotonic=True, accountant=acct,
+    ...                     rng=2)   # a seed: reproducible, for tests only
     0
+    >>> acct.spent
+    (1.0, 0.0)
     """
     func = "permute_and_flip"
     eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
@@ -236,13 +290,33 @@ def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: 
     utilities : 1-d array_like of float
         ``-inf`` excludes a candidate; NaN and ``+inf`` are errors; all excluded is an error.
     candidates : sequence, optional
-        If given (same length), the selected element is returned instead of its index.
+        If given (same length, ordered: not a set, a mapping or a string), the selected
+        element is returned instead of its index.
     epsilon, sensitivity, monotonic, accountant, rng, threads
         As for :func:`report_noisy_max`.
 
     Returns
     -------
     int or element of ``candidates``
+        The selected candidate's index, or the candidate itself.
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` or ``sensitivity`` is not a real number (a bool included) or
+        ``monotonic`` is not a bool; ``utilities`` is not numeric data (booleans, strings,
+        objects, a masked array); ``candidates`` is not a sequence (a set, a mapping, a
+        string); ``accountant`` is not an accountant; ``rng`` is not one of the accepted
+        kinds; or ``threads`` is not an int.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0, or their noise scale
+        ``sensitivity/epsilon`` is outside [2^-1022, 2^1000]; ``utilities`` is ragged, not
+        1-d, empty, holds a NaN or ``+inf`` (the message gives its position, not the data)
+        or excludes every candidate (all ``-inf``); ``candidates`` has not one element per
+        utility; ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. Every check above runs before anything
+        is charged or drawn.
 
     Notes
     -----
@@ -251,10 +325,13 @@ def exponential_mechanism(utilities: ArrayLike, *, epsilon: float, sensitivity: 
     Examples
     --------
     >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=1.0)
     >>> dp.exponential_mechanism([49, 25, 6, 2], epsilon=1.0, monotonic=True,
     ...                          candidates=["football", "basketball", "hockey", "curling"],
-    ...                          accountant=dp.Accountant(), rng=3)
+    ...                          accountant=acct, rng=3)   # a seed: for tests only
     'football'
+    >>> acct.spent
+    (1.0, 0.0)
     """
     func = "exponential_mechanism"
     eps, scale = _noise_scale(func, epsilon, sensitivity, monotonic)
@@ -289,12 +366,50 @@ def top_k(scores: ArrayLike, k: int | np.integer[Any], *, epsilon: float,
     2019), so by composition the whole release is eps-DP: ``epsilon`` is the total, and it
     is what the accountant is charged.
 
+    Parameters
+    ----------
+    scores : 1-d array_like of float
+        One score per candidate; ``-inf`` excludes a candidate; NaN and ``+inf`` are errors.
+    k : int
+        How many candidates to select, in [1, the number not excluded].
+    epsilon : float
+        Total privacy parameter of the ``k`` selections, > 0.
+    sensitivity, monotonic, accountant, rng, threads
+        As for :func:`report_noisy_max`.
+
+    Returns
+    -------
+    ndarray of int64
+        The ``k`` selected indices, best (largest noisy score) first.
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` or ``sensitivity`` is not a real number (a bool included) or
+        ``monotonic`` is not a bool; ``scores`` is not numeric data (booleans, strings,
+        objects, a masked array); ``k`` is not an int (a bool included); ``accountant`` is
+        not an accountant; ``rng`` is not one of the accepted kinds; or ``threads`` is not
+        an int.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0, or their noise scale
+        ``sensitivity/epsilon`` is outside [2^-1022, 2^1000]; ``scores`` is ragged, not 1-d,
+        empty, holds a NaN or ``+inf`` (the message gives its position, not the data) or
+        excludes every candidate (all ``-inf``); ``k`` is outside [1, the number of
+        candidates not excluded] or ``k`` times the noise scale exceeds 2**1001; ``threads``
+        is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. Every check above runs before anything
+        is charged or drawn.
+
     Examples
     --------
     >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=10.0)
     >>> dp.top_k([100, 80, 60, 1, 0], 2, epsilon=10.0, monotonic=True,
-    ...          accountant=dp.Accountant(), rng=4).tolist()
+    ...          accountant=acct, rng=4).tolist()   # a seed: for tests only
     [0, 1]
+    >>> acct.spent
+    (10.0, 0.0)
     """
     func = "top_k"
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
@@ -323,13 +438,43 @@ def exponential_mechanism_utility_gap(n_candidates: int | np.integer[Any], *, ep
     With probability at least ``1 - beta`` the exponential mechanism's choice has utility
     within this gap of the best: ``(2 D / eps) ln(|R| / beta)`` (``D / eps`` times that log
     when monotone) -- Dwork & Roth Theorem 3.11 / Corollary 3.12 with ``t = ln(1/beta)``.
-    The same holds for Gumbel report-noisy-max (same distribution).
+    The same holds for Gumbel report-noisy-max (same distribution). Nothing is charged or
+    drawn.
+
+    Parameters
+    ----------
+    n_candidates : int
+        The number of candidates ``|R|``, >= 1.
+    epsilon : float
+        Privacy parameter of the selection, > 0.
+    sensitivity : float, optional
+        The utilities' sensitivity ``D``, > 0.
+    beta : float, optional
+        Failure probability, in (0, 1).
+    monotonic : bool, optional
+        Whether the selection used monotone utilities (half the gap).
+
+    Returns
+    -------
+    float
+        The utility gap.
+
+    Raises
+    ------
+    TypeError
+        If ``n_candidates`` is not an int (a bool included), ``epsilon``, ``sensitivity`` or
+        ``beta`` is not a real number, or ``monotonic`` is not a bool.
+    ValueError
+        If ``n_candidates`` < 1; ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0; or
+        ``beta`` is not in (0, 1).
 
     Examples
     --------
     >>> import dpfast as dp
     >>> round(dp.exponential_mechanism_utility_gap(1000, epsilon=1.0), 2)
     19.81
+    >>> round(dp.exponential_mechanism_utility_gap(1000, epsilon=1.0, monotonic=True), 2)
+    9.9
     """
     func = "exponential_mechanism_utility_gap"
     if isinstance(n_candidates, (bool, np.bool_)) or not isinstance(n_candidates,
