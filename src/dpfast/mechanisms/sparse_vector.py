@@ -77,7 +77,25 @@ __all__ = ["AboveThreshold", "Sparse", "NumericSparse", "SparseVectorHalted", "s
 
 
 class SparseVectorHalted(RuntimeError):
-    """A query to a sparse-vector object that has given all its above-threshold answers."""
+    """A query to a sparse-vector object that has given all its above-threshold answers.
+
+    Raised by ``query`` of :class:`Sparse`, :class:`AboveThreshold` and
+    :class:`NumericSparse` once ``cutoff`` answers were above the threshold; the object
+    draws nothing more. More queries need a new object, and with it a new charge of epsilon.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> svt = dp.AboveThreshold(10, epsilon=1.0, accountant=dp.Accountant(epsilon=1.0),
+    ...                         rng=3)   # a seed: reproducible, for tests only
+    >>> svt.query([0, 1, 500])
+    array([False, False,  True])
+    >>> try:
+    ...     svt.query(2)
+    ... except dp.SparseVectorHalted:
+    ...     print("halted after", svt.asked, "queries")
+    halted after 3 queries
+    """
 
 
 def _checked(threshold: object, epsilon: float, cutoff: int, sensitivity: float,
@@ -303,14 +321,28 @@ class Sparse(_SparseVector):
         ``(0.5, 0.5)``).
     accountant, rng, threads
         As for :func:`dpfast.laplace_mechanism`; the object keeps drawing from the
-        generator ``rng`` resolves to.
+        generator ``rng`` resolves to (an int seed is for tests and research only).
 
     Raises
     ------
-    TypeError, ValueError
-        For any invalid argument, before anything is charged or drawn.
+    TypeError
+        If ``threshold``, ``epsilon`` or ``sensitivity`` is not a real number (a bool
+        included); ``cutoff`` or ``threads`` is not an int; ``monotonic`` is not a bool;
+        ``shares`` is not a sequence of real numbers; ``accountant`` is not an accountant;
+        or ``rng`` is not one of the accepted kinds.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0; ``cutoff`` < 1;
+        ``shares`` has not 2 entries in (0, 1] summing to 1; a noise scale the parameters
+        give is outside the samplers' range; ``threshold`` is NaN, infinite or beyond exact
+        arithmetic with its noise; ``threads`` is outside [1, 1024]; or ``rng`` is a
+        negative seed.
     BudgetExceededError
-        If the accountant cannot afford ``epsilon``; nothing is drawn.
+        If the accountant cannot afford ``epsilon``. All of the above are raised before
+        anything is charged or drawn.
+    SparseVectorHalted
+        From :meth:`query` once the object has halted. A bad query raises ``TypeError``
+        (not numeric data; a non-integer with an integer threshold) or ``ValueError`` (not
+        1-d, NaN, infinite or too large), with nothing drawn and the object unchanged.
 
     Notes
     -----
@@ -323,15 +355,17 @@ class Sparse(_SparseVector):
 
     Examples
     --------
+    The whole budget is charged at creation; the answers stop at the second above:
+
     >>> import dpfast as dp
-    >>> acct = dp.Accountant()
+    >>> acct = dp.Accountant(epsilon=1.0)
     >>> svt = dp.Sparse(100, epsilon=1.0, cutoff=2, accountant=acct, rng=7)
     >>> acct.spent
     (1.0, 0.0)
     >>> svt.query([3, 5, 400, 2, 900, 1])
     array([False, False,  True, False,  True])
-    >>> svt.halted
-    True
+    >>> svt.halted, svt.asked, svt.above
+    (True, 5, 2)
     """
 
     def query(self, values: ArrayLike) -> bool | NDArray[np.bool_]:
@@ -355,14 +389,48 @@ class AboveThreshold(Sparse):
 
     :class:`Sparse` with a cutoff of 1 (Dwork & Roth, Algorithm 1): halts at the first
     query above the noisy threshold ``T + Lap(2 Delta / epsilon)``, each query compared
-    with noise ``Lap(4 Delta / epsilon)`` (with the default even split).
+    with noise ``Lap(4 Delta / epsilon)`` (with the default even split; half that with
+    ``monotonic``).
+
+    Parameters
+    ----------
+    threshold : int or float
+        The public threshold. An integer (with an integral sensitivity) makes the noise
+        discrete and requires integer queries.
+    epsilon : float
+        Privacy parameter of the whole object, > 0; charged once, at creation.
+    sensitivity, monotonic, shares, accountant, rng, threads
+        As for :class:`Sparse` (an int seed is for tests and research only).
+
+    Raises
+    ------
+    TypeError
+        If ``threshold``, ``epsilon`` or ``sensitivity`` is not a real number (a bool
+        included); ``threads`` is not an int; ``monotonic`` is not a bool; ``shares`` is not
+        a sequence of real numbers; ``accountant`` is not an accountant; or ``rng`` is not
+        one of the accepted kinds.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0; ``shares`` has not 2
+        entries in (0, 1] summing to 1; a noise scale the parameters give is outside the
+        samplers' range; ``threshold`` is NaN, infinite or beyond exact arithmetic with its
+        noise; ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. All of the above are raised before
+        anything is charged or drawn.
+    SparseVectorHalted
+        From :meth:`query` once the object has halted. A bad query raises ``TypeError``
+        (not numeric data; a non-integer with an integer threshold) or ``ValueError`` (not
+        1-d, NaN, infinite or too large), with nothing drawn and the object unchanged.
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> svt = dp.AboveThreshold(50.0, epsilon=1.0, accountant=dp.Accountant(), rng=3)
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> svt = dp.AboveThreshold(50.0, epsilon=1.0, accountant=acct, rng=3)
     >>> [svt.query(v) for v in (2.0, 10.0, 75.0)]
     [False, False, True]
+    >>> svt.halted, acct.spent
+    (True, (1.0, 0.0))
     """
 
     def __init__(self, threshold: float, *, epsilon: float, sensitivity: float = 1.0,
@@ -380,16 +448,53 @@ class NumericSparse(_SparseVector):
     :class:`Sparse` that also releases a noisy value of each above-threshold query, with
     fresh noise ``Lap(c Delta / eps_3)`` (Lyu et al., Algorithm 7).
 
-    ``shares`` (3 floats) splits ``epsilon`` between the threshold, the comparisons and
-    the values; default ``(0.25, 0.25, 0.5)``. Other parameters as for :class:`Sparse`.
+    Parameters
+    ----------
+    threshold : int or float
+        The public threshold. An integer (with an integral sensitivity) makes all the noise
+        discrete, the queries integers and the released values int64.
+    epsilon : float
+        Privacy parameter of the whole object, > 0; charged once, at creation.
+    cutoff : int, optional
+        ``c``: the number of above-threshold answers (and released values) before the
+        object halts (default 1).
+    shares : tuple of 3 floats, optional
+        Fractions of ``epsilon`` for the threshold, the comparisons and the values; default
+        ``(0.25, 0.25, 0.5)``.
+    sensitivity, monotonic, accountant, rng, threads
+        As for :class:`Sparse` (an int seed is for tests and research only).
+
+    Raises
+    ------
+    TypeError
+        If ``threshold``, ``epsilon`` or ``sensitivity`` is not a real number (a bool
+        included); ``cutoff`` or ``threads`` is not an int; ``monotonic`` is not a bool;
+        ``shares`` is not a sequence of real numbers; ``accountant`` is not an accountant;
+        or ``rng`` is not one of the accepted kinds.
+    ValueError
+        If ``epsilon`` or ``sensitivity`` is NaN, infinite or <= 0; ``cutoff`` < 1;
+        ``shares`` has not 3 entries in (0, 1] summing to 1; a noise scale the parameters
+        give is outside the samplers' range; ``threshold`` is NaN, infinite or beyond exact
+        arithmetic with its noise; ``threads`` is outside [1, 1024]; or ``rng`` is a
+        negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. All of the above are raised before
+        anything is charged or drawn.
+    SparseVectorHalted
+        From :meth:`query` once the object has halted. A bad query raises ``TypeError``
+        (not numeric data; a non-integer with an integer threshold) or ``ValueError`` (not
+        1-d, NaN, infinite or too large), with nothing drawn and the object unchanged.
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> svt = dp.NumericSparse(100, epsilon=2.0, cutoff=1, accountant=dp.Accountant(), rng=5)
+    >>> acct = dp.Accountant(epsilon=2.0)
+    >>> svt = dp.NumericSparse(100, epsilon=2.0, cutoff=1, accountant=acct, rng=5)
     >>> above, values = svt.query([10, 20, 500, 30])
     >>> above, values.size
     (array([False, False,  True]), 1)
+    >>> print(values)      # a noisy value of the query above (500), with fresh noise
+    [496]
     """
 
     _default_shares = (0.25, 0.25, 0.5)
