@@ -9,6 +9,7 @@ import pytest
 
 import dpfast as dp
 from dpfast.linear import graphical as G
+from dpfast.linear.graphical import clique as GC, fit as GF, model as GM, sampling as GS
 
 
 def check_tree(shape, cliques, tree):
@@ -117,7 +118,7 @@ def test_a_model_with_no_mass_a_float_holds_is_nan_never_uniform_or_inconsistent
     # finite stand-in for log 0 must not make the cliques uniform (NaN, as infinities gave).
     model = G.GraphicalModel((2, 3, 3, 3), [(0, 1), (0, 2), (0, 3)], 100.0)
     p = [np.zeros((2, 3)) for _ in range(3)]
-    p[1][1, :] = p[2][0, :] = G._IMPOSSIBLE
+    p[1][1, :] = p[2][0, :] = GM.IMPOSSIBLE
     model.set_potentials(p)
     assert np.isnan(model.marginal((1,))).all()
     assert all(np.isnan(t).all() for t in model.measured_marginals())
@@ -128,7 +129,7 @@ def test_a_model_with_no_mass_a_float_holds_is_nan_never_uniform_or_inconsistent
     assert all(np.isfinite(t).all() for t in fitted.measured_marginals())
     # A fit from a point without a finite loss stops at once.
     calls = []
-    G._accelerated(lambda th: (calls.append(1), (float("inf"), [np.ones(2)]))[1],
+    GF.accelerated(lambda th: (calls.append(1), (float("inf"), [np.ones(2)]))[1],
                    [np.zeros(2)], 10**6, 0.0)
     assert len(calls) == 1
 
@@ -252,12 +253,12 @@ def test_the_accelerated_fit_holds_its_step_and_converges_on_an_ill_conditioned_
     def at(theta):
         evals.append(1)
         return 0.5 * float(np.sum(curv * theta[0] ** 2)), [curv * theta[0]]
-    best = G._accelerated(at, [np.ones(50)], 3000, 0.0, floor=1e-10)
+    best = GF.accelerated(at, [np.ones(50)], 3000, 0.0, floor=1e-10)
     assert 0.5 * float(np.sum(curv * best[0] ** 2)) <= 1e-10
     assert len(evals) < 1500
     # A loss that is never finite past the start: the step halves to nothing and stops.
     start = [np.ones(3)]
-    assert G._accelerated(lambda th: (float("nan") if th is not start else 1.0,
+    assert GF.accelerated(lambda th: (float("nan") if th is not start else 1.0,
                                       [np.ones(3)]), start, 100, 0.0) is start
 
 
@@ -266,7 +267,7 @@ def test_a_large_clique_of_many_sets_is_split():
     # (messages). Broadcasting each over the clique costs several times the split.
     shape = (9, 9, 16, 7, 15, 6)
     sets = list(itertools.combinations(range(6), 2)) + [(1, 2, 3, 4, 5), (0, 1, 3, 4, 5)]
-    clique = G._Clique(shape, tuple(range(6)), sets)
+    clique = GC.Clique(shape, tuple(range(6)), sets)
     assert clique.V and clique.nu * clique.nv == clique.cells
     assert clique._cost({a: n for a, n in enumerate(shape)}, clique.V) < \
         clique._cost({a: n for a, n in enumerate(shape)}, ()) / 2
@@ -318,7 +319,7 @@ def test_raking_brings_rows_to_reachable_tables():
         c = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=360).reshape(shape)
         return sum(np.abs(marginal_of(c, s) - targets[s]).sum() for s in sets)
     before = gap()
-    G._rake(rows, shape, targets, np.random.default_rng(9))
+    GS.rake(rows, shape, targets, np.random.default_rng(9))
     assert rows.shape == (5000, 4) and all((rows[:, i] < n).all() for i, n in enumerate(shape))
     assert gap() <= 0.15 * before
     assert np.array_equal(rows[:, 3], untouched)
@@ -327,7 +328,7 @@ def test_raking_brings_rows_to_reachable_tables():
 def test_rows_past_the_raking_limit_are_drawn_alone(monkeypatch):
     model = G.GraphicalModel((3, 4), [(0, 1)], 100.0)
     model.set_potentials([np.random.default_rng(1).normal(size=(3, 4))])
-    monkeypatch.setattr(G, "RAKE_RECORDS", 50)
+    monkeypatch.setattr(GM, "RAKE_RECORDS", 50)     # where synthetic reads it
     past = model.synthetic(51, np.random.default_rng(2))
     assert np.array_equal(past, model.synthetic(51, np.random.default_rng(2), rake=False))
     within = model.synthetic(50, np.random.default_rng(2))
@@ -344,7 +345,7 @@ def test_raking_never_leaves_rows_farther_than_it_found_them():
             target = {(0,): weights / weights.sum() * n}
             rows = np.random.default_rng(seed).choice(100, size=(n, 1), p=weights / weights.sum())
             before = np.abs(np.bincount(rows[:, 0], minlength=100) - target[(0,)]).sum()
-            G._rake(rows, (100,), target, np.random.default_rng(seed))
+            GS.rake(rows, (100,), target, np.random.default_rng(seed))
             after = np.abs(np.bincount(rows[:, 0], minlength=100) - target[(0,)]).sum()
             assert after <= before + 1e-9 and rows.shape == (n, 1)
 

@@ -62,7 +62,7 @@ from .. import validation as _v
 from .._release import release
 from ..noise import Gaussian
 from ..samplers import gaussian_fp_error, gaussian_fp_loss
-from ..zcdp import _sigma, gaussian_sigma
+from ..zcdp.calibration import calibrated_sigma as _sigma, gaussian_sigma
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
