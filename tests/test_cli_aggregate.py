@@ -20,6 +20,7 @@ import pytest
 
 import dpfast as dp
 from dpfast import cli
+from dpfast.cli import readers
 
 # A value of the records that no message may show.
 SECRET = "SECRET7731"
@@ -133,8 +134,8 @@ def test_a_large_parquet_file_is_read_in_batches_with_a_progress_bar(people_parq
                                                                      tmp_path, capsys,
                                                                      monkeypatch):
     # The thresholds lowered so that 600 rows are "large": six batches of 100 rows.
-    monkeypatch.setattr(cli, "AGG_PROGRESS_ROWS", 10)
-    monkeypatch.setattr(cli, "AGG_BATCH_ROWS", 100)
+    monkeypatch.setattr(readers, "AGG_PROGRESS_ROWS", 10)
+    monkeypatch.setattr(readers, "AGG_BATCH_ROWS", 100)
     out = tmp_path / "out.csv"
     code = cli.main(["aggregate", str(people_parquet), "--by", "dept", "--privacy-unit",
                      "user", "--count", "--mean", "salary:0:1000", "--epsilon", "3",

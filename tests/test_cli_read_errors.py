@@ -12,6 +12,7 @@ import tempfile
 import pytest
 
 from dpfast import cli
+from dpfast.cli.errors import message
 
 SECRET = "SECRET-4177"
 EXACT = ["--epsilon", "1e6"]
@@ -130,5 +131,5 @@ def test_files_another_user_cannot_read_are_named():
 
 
 def test_an_error_without_a_message_shows_its_name():
-    assert cli._message(MemoryError()) == "MemoryError"
-    assert cli._message(ValueError("bad")) == "bad"
+    assert message(MemoryError()) == "MemoryError"
+    assert message(ValueError("bad")) == "bad"

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from dpfast import cli
+from dpfast.cli.outputs import OutputFile
 
 LONG_BENCH = ["bench", "--size", "10000000", "--repeat", "50", "--no-libraries"]
 
@@ -108,7 +109,7 @@ def test_help_lists_the_exit_codes(capsys):
 
 def test_temporary_outputs_are_recorded_created_exclusively_and_removed(tmp_path):
     outputs = []
-    target = cli.OutputFile(str(tmp_path / "r.csv"), "--out", False, outputs)
+    target = OutputFile(str(tmp_path / "r.csv"), "--out", False, outputs)
     assert outputs == [target]                      # recorded by the command
     st = os.lstat(target.tmp)
     assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
