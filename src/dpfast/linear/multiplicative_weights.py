@@ -452,7 +452,7 @@ def _check_grid(value: float, g: float, what: str, func: str) -> None:
     if not value <= 2.0**52 * g:
         raise ValueError(f"The 'counts' parameter of {func} must keep {what} within 2**52 "
                          f"steps of the noise grid ({2.0**52 * g:g} at this epsilon and "
-                         f"number of rounds). Got {value!r} instead.")
+                         f"number of rounds). Got {what} beyond it instead.")
 
 
 # -- the release: a kernel(keys, threads, plan) -----------------------------------
