@@ -100,11 +100,10 @@ def _read_csv_column(path: str, column: str,
     return values, lambda i: f"{path}, line {lines[i]}"
 
 
-def _read_parquet_column(path: str,
-                         column: str) -> tuple[list[Any], Callable[[int], str]]:
-    pq = optional("pyarrow.parquet", "pyarrow", "Reading a Parquet file")
+def _parquet_schema(pq: Any, path: str) -> Any:
+    """The Arrow schema of the Parquet file at ``path`` (``pq`` is ``pyarrow.parquet``)."""
     try:
-        names = list(pq.read_schema(path).names)
+        return pq.read_schema(path)
     except OSError as exc:
         if exc.errno is None:      # pyarrow's own OSError: the text may quote the file
             raise CLIError(f"FILE {path!r} is not a readable Parquet file "
@@ -113,6 +112,12 @@ def _read_parquet_column(path: str,
     except Exception as exc:       # pyarrow's errors (ArrowInvalid, ...): not Parquet
         raise CLIError(f"FILE {path!r} is not a readable Parquet file "
                        f"({type(exc).__name__}).") from None
+
+
+def _read_parquet_column(path: str,
+                         column: str) -> tuple[list[Any], Callable[[int], str]]:
+    pq = optional("pyarrow.parquet", "pyarrow", "Reading a Parquet file")
+    names = list(_parquet_schema(pq, path).names)
     _column_index(names, column, path, "its schema")
     try:
         values = pq.read_table(path, columns=[column]).column(column).to_pylist()
@@ -130,16 +135,7 @@ def read_header(path: str) -> tuple[list[str], "Any | None"]:
         raise CLIError(f"FILE {path!r} is not a file ({why}).")
     if Path(path).suffix.lower() == ".parquet":
         pq = optional("pyarrow.parquet", "pyarrow", "Reading a Parquet file")
-        try:
-            schema = pq.read_schema(path)
-        except OSError as exc:
-            if exc.errno is not None:
-                raise CLIError(f"FILE {path!r} cannot be read: {os_reason(exc)}.") from None
-            raise CLIError(f"FILE {path!r} is not a readable Parquet file "
-                           f"({type(exc).__name__}).") from None
-        except Exception as exc:     # ArrowInvalid, ...: the text may quote the file
-            raise CLIError(f"FILE {path!r} is not a readable Parquet file "
-                           f"({type(exc).__name__}).") from None
+        schema = _parquet_schema(pq, path)
         return list(schema.names), schema
     optional("pyarrow.csv", "pyarrow", "dpfast aggregate")
     try:
