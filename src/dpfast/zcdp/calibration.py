@@ -10,9 +10,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from .. import validation as _v
-from .conversions import check_open_delta, rho_from_epsilon_delta, rho_gaussian
-from .discrete import (MIN_NORMAL, discrete_gaussian_delta, discrete_gaussian_delta_unchecked,
-                       next_up)
+from .conversions import check_open_delta, rho_from_epsilon_delta
+from .discrete import MIN_NORMAL, discrete_gaussian_delta_unchecked, next_up
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -244,7 +243,7 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
         - ``integer=True``, ``unit_changes=True`` and ``l2**2`` an integer k (within 1e-9
           relative): neighbours differ by +-1 in at most k cells (counts: a histogram k = 1, k marginal tables, a
           tree of height k). The smallest sigma, to a relative 1e-6 from above, whose exact
-          delta (:func:`discrete_gaussian_delta`) is at most ``delta``, or the zCDP route's
+          delta (:func:`~dpfast.zcdp.discrete_gaussian_delta`) is at most ``delta``, or the zCDP route's
           sigma if that is smaller.
         - ``integer=True`` otherwise (or ``unit_changes=False``): the zCDP route, ``l2 / sqrt(2 rho)`` with ``rho =
           rho_from_epsilon_delta(epsilon, delta)`` (the discrete Gaussian costs ``l2**2 / (2
@@ -263,7 +262,7 @@ def gaussian_sigma_for(l2: float, epsilon: float, delta: float, *, integer: bool
     One release under an (epsilon, delta) budget takes the tightest sigma for that release:
     at sensitivity ``sqrt(28)``, epsilon 1, delta 1e-9 the analytic calibration gives 29.08
     and the discrete Gaussian about the same, against 30.58 through rho. Several releases
-    compose through zCDP instead (:func:`rho_gaussian`). Results are cached: releases call
+    compose through zCDP instead (:func:`~dpfast.zcdp.rho_gaussian`). Results are cached: releases call
     this repeatedly with the same arguments.
 
     For ``integer=True`` the exact computation assumes each coordinate of a neighbour's
