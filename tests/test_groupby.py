@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 import dpfast as dp
-from dpfast import groupby, records
+from dpfast import groupby, records, tables
 from dpfast._release import Release
 from refusals import GAUSSIAN_BAD_KEYWORDS, refuses_all, rng_state, spends_nothing
 
@@ -388,10 +388,10 @@ def exact_statistics(frame, keys, max_groups, max_rows, seed, bounds=BOUNDS,
     func = "test"
     gb = dp.group_by(frame, "dept", privacy_unit="user", max_groups=max_groups,
                      max_rows=max_rows, keys=keys)
-    specs = groupby._specs(SPECS, func)
+    specs = groupby.aggregation_specs(SPECS, func)
     gp = gb._plan(func, specs, {"salary": bounds}, "laplace", 1.0,
                   1e-6 if keys is None else None, None, None, None)
-    k = groupby._group_codes(frame["dept"].to_numpy(), keys, func)
+    k = tables.group_codes(frame["dept"].to_numpy(), keys, func)
     values = {"salary": records.check_values(frame["salary"].to_numpy(), func)}
     person = records.person_ids(frame["user"].to_numpy(), len(frame), func)
     stream = Release(func, big_accountant(), gp.epsilon, gp.delta, seed, 1, len(frame),
@@ -443,7 +443,7 @@ def test_gaussian_rule_parameters_pay_for_its_delta():
     for max_groups, epsilon, delta in [(2, 1.0, 0.2), (3, 2.0, 1e-6), (5, 0.5, 1e-8),
                                        (1, 1.0, 1e-6)]:
         gb = dp.group_by(ghost_keys(), "dept", privacy_unit="user", max_groups=max_groups)
-        gp = gb._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon,
+        gp = gb._plan("t", groupby.aggregation_specs({"n": "count"}, "t"), None, "laplace", epsilon,
                       delta, None, None, None, "gaussian")
         m, tau = gp.gaussian.measure, gp.gaussian.tau
         sigma, g = m.noise.sigma, m.noise.g
@@ -462,7 +462,7 @@ def test_gaussian_rule_release_frequency(keys_each):
     test; the grid of the noise, 2e-6, moves it by far less than the test sees)."""
     max_groups, epsilon, delta = 2, 2.0, 0.2
     probe = dp.group_by(ghost_keys(), "dept", privacy_unit="user", max_groups=max_groups)
-    gp = probe._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon,
+    gp = probe._plan("t", groupby.aggregation_specs({"n": "count"}, "t"), None, "laplace", epsilon,
                      delta, None, 0.5, None, "gaussian")
     sigma, tau = gp.gaussian.measure.noise.sigma, gp.gaussian.tau
     w = math.floor(2**30 / math.sqrt(keys_each)) / 2**30
@@ -1109,7 +1109,7 @@ def test_count_rule_threshold_pays_for_its_delta_and_is_the_least(epsilon, delta
     df = people(6, persons=50)
     gb = dp.group_by(df, "dept", privacy_unit="user", max_groups=max_groups,
                      max_rows=max_rows)
-    gp = gb._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon, delta,
+    gp = gb._plan("t", groupby.aggregation_specs({"n": "count"}, "t"), None, "laplace", epsilon, delta,
                   None, None, None, "auto")
     assert gp.rule == "count" and gp.selection_epsilon == 0.0
     t = gp.plan.noisy()[0].noise.t
@@ -1129,7 +1129,7 @@ def test_count_rule_releases_only_keys_with_people_and_their_drawn_counts():
     assert [p["measurement"] for p in plan[:2]] == ["key selection (count rule)", "count"]
     assert set(out.index) <= set(df["dept"])
     gp = dp.group_by(df, "dept", privacy_unit="user", max_rows=3)._plan(
-        "t", groupby._specs({"n": "count", "avg": ("salary", "mean")}, "t"),
+        "t", groupby.aggregation_specs({"n": "count", "avg": ("salary", "mean")}, "t"),
         {"salary": BOUNDS}, "laplace", 1.0, 1e-6, None, None, None, "auto")
     assert (out["n"] > gp.count_threshold).all()       # released past the threshold only
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -162,136 +162,6 @@ def pair_weights(person_of_pair: NDArray[np.int64]) -> NDArray[np.int64]:
 
 # -- columns --------------------------------------------------------------------------------
 
-# The columns of a table (kept under these names for dpfast.dask).
-_column = tables.column
-_length = tables.length
-
-
-class _Keys(NamedTuple):
-    """Each row's group (its key's place among ``values``, sorted; -1: not a public key)."""
-
-    code: NDArray[np.int64]
-    values: NDArray[Any]
-    public: bool
-
-
-def _group_codes(col: Any, keys: object, func: str) -> _Keys:
-    arr = records.as_ids(col, "by", func)
-    if arr.ndim != 1:
-        raise ValueError(f"The 'by' column of {func} must be one-dimensional.")
-    records.check_keys_column(arr, "by", func)
-    import pandas as pd
-    if keys is not None:
-        if isinstance(keys, (str, bytes)) or not isinstance(keys, (Sequence, np.ndarray)):
-            raise TypeError(f"The 'keys' parameter of {func} must be a sequence of public "
-                            f"keys. Got {_v.describe(keys)} instead.")
-        values = records.as_ids(list(keys) if not isinstance(keys, np.ndarray) else keys,
-                                "keys", func)
-        if values.ndim != 1 or values.size == 0:
-            raise ValueError(f"The 'keys' parameter of {func} must be a non-empty sequence "
-                             "of public keys.")
-        records.check_keys_column(values, "keys", func)
-        index = pd.Index(values)
-        if not index.is_unique:
-            raise ValueError(f"The 'keys' parameter of {func} must not repeat a key.")
-        try:
-            order = np.argsort(values, kind="stable")
-        except TypeError:
-            raise TypeError(f"The 'keys' parameter of {func} must hold keys of one type.") \
-                from None
-        values = values[order]
-        return _Keys(_public_codes(values, arr, func), values, True)
-    if arr.dtype.kind in "iu" and arr.size:
-        dense = _dense_int_codes(arr)
-        if dense is not None:
-            return dense
-    codes, uniques = pd.factorize(arr, use_na_sentinel=True)
-    if codes.size and codes.min() < 0:          # a null the checks above did not know
-        raise ValueError(f"The 'by' column of {func} must not contain nulls. Got "
-                         f"{_v.entry_at(codes < 0, 'is null')} instead.")
-    uniques = np.asarray(uniques)
-    try:
-        order = np.argsort(uniques, kind="stable")
-    except TypeError:
-        raise TypeError(f"The 'by' column of {func} must hold keys of one type.") from None
-    rank = np.empty(order.size, dtype=np.int64)
-    rank[order] = np.arange(order.size)
-    return _Keys(rank[codes], uniques[order], False)
-
-
-def _family(arr: NDArray[Any]) -> str:
-    """What kind of keys a column holds: int, float, bool, time, string, bytes or other."""
-    kind = arr.dtype.kind
-    if kind in "iu":
-        return "int"
-    simple = {"f": "float", "b": "bool", "m": "time", "M": "time", "U": "string",
-              "S": "bytes"}
-    if kind in simple:
-        return simple[kind]
-    import pandas as pd
-    inferred = pd.api.types.infer_dtype(arr, skipna=True)
-    return {"integer": "int", "floating": "float", "boolean": "bool", "string": "string",
-            "bytes": "bytes", "datetime64": "time", "datetime": "time",
-            "timedelta64": "time", "timedelta": "time"}.get(inferred, "other")
-
-
-def _public_codes(keys: NDArray[Any], arr: NDArray[Any], func: str) -> NDArray[np.int64]:
-    """Each row's place among the sorted public ``keys`` (-1: not a public key). Keys of
-    another kind than the column's are refused (they would never match, or match after a
-    conversion: 2**53 + 1 as a float is 2**53); integer keys an integer column's dtype
-    cannot hold match no row."""
-    import pandas as pd
-    have, want = _family(keys), _family(arr) if arr.size else _family(keys)
-    if have == "int" and want == "float":
-        if any(float(k) != int(k) for k in keys.tolist()):
-            raise TypeError(f"The 'keys' parameter of {func}: an integer key is not exactly a "
-                            "float, as the keys of the 'by' column are.")
-        keys = keys.astype(np.float64)
-    elif have != want:
-        raise TypeError(f"The 'keys' parameter of {func} must hold keys of the 'by' column's "
-                        f"kind ({want}). Got keys of another kind ({have}).")
-    elif have == "int" and arr.dtype.kind in "iu":
-        info = np.iinfo(arr.dtype)
-        fits = np.array([info.min <= int(k) <= info.max for k in keys.tolist()], dtype=bool)
-        place = np.flatnonzero(fits)
-        if place.size == 0:                     # no public key can be in this column
-            return np.full(arr.size, -1, dtype=np.int64)
-        found = pd.Index(keys[fits].astype(arr.dtype)).get_indexer(arr)
-        return np.where(found >= 0, place[np.maximum(found, 0)], -1).astype(np.int64)
-    code = pd.Index(keys).get_indexer(arr)
-    return np.ascontiguousarray(code, dtype=np.int64)
-
-
-def _dense_int_codes(arr: NDArray[Any]) -> _Keys | None:
-    """Integer keys within a range of at most a few times the rows: each key's place among
-    the sorted keys by a table over the range (no hashing, no sort), or None."""
-    lo, hi = _v.value_range(arr)
-    span = int(hi) - int(lo) + 1
-    if span > max(4 * arr.size, 1 << 16):
-        return None
-    # A block at a time, writing the codes in place: a large column's temporaries stay a
-    # block's.
-    present = np.zeros(span, dtype=bool)
-    block = STATISTICS_BLOCK
-    for a in range(0, arr.size, block):
-        present[_offsets(arr[a:a + block], lo)] = True
-    rank = np.cumsum(present) - 1
-    code = np.empty(arr.size, dtype=np.int64)
-    for a in range(0, arr.size, block):
-        code[a:a + block] = rank[_offsets(arr[a:a + block], lo)]
-    values = np.flatnonzero(present).astype(arr.dtype) + arr.dtype.type(lo)
-    return _Keys(code, values, False)
-
-
-def _offsets(arr: NDArray[Any], lo: int | float) -> NDArray[np.int64]:
-    """Integer keys minus the smallest, as int64 (the span is small)."""
-    if arr.dtype.kind == "u":           # unsigned: no wrap below the smallest key
-        out: NDArray[np.int64] = (arr - arr.dtype.type(lo)).astype(np.int64, copy=False)
-    else:                               # signed: in int64 (int8 keys -100 and 100 differ by 200)
-        out = arr.astype(np.int64) - int(lo)
-    return out
-
-
 # -- the release ----------------------------------------------------------------------------
 
 class _Spec(NamedTuple):
@@ -301,7 +171,9 @@ class _Spec(NamedTuple):
     q: float = 0.5              # the level of a quantile
 
 
-def _specs(aggregations: Mapping[str, object], func: str) -> list[_Spec]:
+def aggregation_specs(aggregations: Mapping[str, object], func: str) -> list[_Spec]:
+    """The statistics asked of :meth:`GroupBy.agg` (``name='count'`` or ``name=(column,
+    statistic)``), checked, in the order given."""
     if not aggregations:
         raise ValueError(f"{func}: name at least one statistic, e.g. n='count' or "
                          "avg=('salary', 'mean').")
@@ -329,6 +201,10 @@ def _specs(aggregations: Mapping[str, object], func: str) -> list[_Spec]:
     return out
 
 
+# The old name, which tests still use.
+_specs = aggregation_specs
+
+
 def _moment_columns(specs: list[_Spec]) -> list[str]:
     """The value columns whose sums are measured (for a sum, mean, variance or std)."""
     return sorted({s.column for s in specs if s.column is not None and s.stat in STATISTICS})
@@ -347,7 +223,7 @@ class GroupBy:
                  max_groups: int = 1, max_rows: int = 1, keys: object = None) -> None:
         func = "group_by"
         data = tables.open_table(data)
-        self.rows = _length(data, func)
+        self.rows = tables.length(data, func)
         self.data = data
         tables.check_column(data, by, "by", func)
         self.by = by
@@ -506,8 +382,8 @@ class GroupBy:
         which a key is released with probability 1/2 and 0.99 -- nothing charged or drawn.
         Returns a pandas DataFrame (a list of dicts without pandas)."""
         func = "GroupBy.plan"
-        gp = self._plan(func, _specs(aggregations, func), bounds, noise, epsilon, delta, rho,
-                        selection, accountant, selection_rule)
+        gp = self._plan(func, aggregation_specs(aggregations, func), bounds, noise, epsilon,
+                        delta, rho, selection, accountant, selection_rule)
         rows = self._plan_rows(gp)
         try:
             import pandas as pd
@@ -575,10 +451,10 @@ class GroupBy:
             without pandas.)
         """
         func = "GroupBy.agg"
-        specs = _specs(aggregations, func)
+        specs = aggregation_specs(aggregations, func)
         gp = self._plan(func, specs, bounds, noise, epsilon, delta, rho, selection,
                         accountant, selection_rule)
-        keys = _group_codes(_column(self.data, self.by, "by", func), self.keys, func)
+        keys = tables.group_codes(tables.column(self.data, self.by, "by", func), self.keys, func)
         values: dict[str, NDArray[np.float64]] | None = None
         if isinstance(self.data, tables.ParquetColumns):
             # A file's value columns are checked now and read after the bounding, when the
@@ -590,7 +466,7 @@ class GroupBy:
             values = self._values(gp, func)
         held: list[NDArray[np.int64]] = []
         if self.privacy_unit is not None:
-            held.append(records.person_ids(_column(self.data, self.privacy_unit,
+            held.append(records.person_ids(tables.column(self.data, self.privacy_unit,
                                                    "privacy_unit", func), self.rows, func))
         grids(gp, specs, self.rows)                 # a table too large for exact sums: refused
         rel = Release(func, accountant, gp.epsilon, gp.delta, rng, threads, self.rows,
@@ -599,14 +475,14 @@ class GroupBy:
         return self._release(stream, rel.threads, gp, specs, keys, values, held)
 
     def _values(self, gp: _GroupPlan, func: str) -> dict[str, NDArray[np.float64]]:
-        return {c: records.check_values(_column(self.data, c, f"aggregations[{c!r}]", func),
+        return {c: records.check_values(tables.column(self.data, c, f"aggregations[{c!r}]", func),
                                         func, c)
                 for c in gp.bounds}
 
     # The draw --------------------------------------------------------------------------
 
     def _release(self, stream: Keys, threads: int, gp: _GroupPlan, specs: list[_Spec],
-                 keys: _Keys, values: dict[str, NDArray[np.float64]] | None,
+                 keys: tables.GroupCodes, values: dict[str, NDArray[np.float64]] | None,
                  held: list[NDArray[np.int64]]) -> Any:
         """The draw. ``held`` holds the ids (if any) and is emptied, so that they are freed
         once they are no longer needed; ``values`` None: read from the file now."""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
-from . import _native
+from . import _native, tables
 from . import validation as _v
 from ._release import Release, refuse_unaffordable
 
@@ -71,11 +71,11 @@ def planned(local: Any, columns: Any, where: str, aggregations: dict[str, object
     in ``columns``."""
     from . import groupby as _gb
     func = "GroupBy.agg"
-    specs = _gb._specs(aggregations, func)
+    specs = _gb.aggregation_specs(aggregations, func)
     gp = local._plan(func, specs, kw["bounds"], kw["noise"], kw["epsilon"], kw["delta"],
                      kw["rho"], kw["selection"], kw["accountant"], kw["selection_rule"])
     public = None if local.keys is None else \
-        _gb._group_codes(local.data[local.by].to_numpy(), local.keys, func).values
+        tables.group_codes(local.data[local.by].to_numpy(), local.keys, func).values
     rel = Release(func, kw["accountant"], gp.epsilon, gp.delta, kw["rng"], kw["threads"],
                   rho=gp.plan.rho if public is not None else None)
     refuse_unaffordable(rel, where)
@@ -103,14 +103,13 @@ def scan_records(part: Any, by: str, unit: str | None, columns: list[str],
     public keys, its distinct keys (private keys), the kinds of its key and id columns, and
     the first error of the single-machine checks, in their order (key column, value columns,
     privacy unit), as ``(stage, type, message)``."""
-    from . import groupby as _gb
     from . import records
     out: dict[str, Any] = {"rows": len(part), "inside": len(part), "uniques": None,
                            "kinds": {}, "error": None}
     stage = 0
     try:
-        col = _v.as_array(_gb._column(part, by, "by", func), "by", func, categories=True)
-        keys = _gb._group_codes(col, public, func)
+        col = _v.as_array(tables.column(part, by, "by", func), "by", func, categories=True)
+        keys = tables.group_codes(col, public, func)
         out["kinds"]["by"] = kind(col)
         if public is None:
             out["uniques"] = keys.values
@@ -118,10 +117,10 @@ def scan_records(part: Any, by: str, unit: str | None, columns: list[str],
             out["inside"] = int(np.count_nonzero(keys.code >= 0))
         for c in columns:
             stage += 1
-            records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func), func, c)
+            records.check_values(tables.column(part, c, f"aggregations[{c!r}]", func), func, c)
         if unit is not None:
             stage += 1
-            ids = _v.as_array(_gb._column(part, unit, "privacy_unit", func), "privacy_unit",
+            ids = _v.as_array(tables.column(part, unit, "privacy_unit", func), "privacy_unit",
                               func, categories=True)
             records.person_ids(ids, len(part), func)
             out["kinds"]["privacy_unit"] = kind(ids)
@@ -137,7 +136,6 @@ def checked_scans(scans: Sequence[dict[str, Any]], public: np.ndarray | None,
     column holding values of mixed types across partitions, then the sorted keys."""
     import re
 
-    from . import groupby as _gb
     offsets = np.concatenate(([0], np.cumsum([s["rows"] for s in scans])))
     errors = [(s["error"][0], i, s["error"][1], s["error"][2])
               for i, s in enumerate(scans) if s["error"]]
@@ -158,15 +156,14 @@ def checked_scans(scans: Sequence[dict[str, Any]], public: np.ndarray | None,
     found = [s["uniques"] for s in scans if s["uniques"] is not None and s["uniques"].size]
     if not found:
         return np.asarray(scans[0]["uniques"]) if scans else np.empty(0)
-    return _gb._group_codes(np.concatenate(found), None, func).values
+    return tables.group_codes(np.concatenate(found), None, func).values
 
 
 def key_codes(part: Any, by: str, key_values: np.ndarray, func: str) -> np.ndarray:
     """Each row's key code: its key's place among the sorted keys (-1: not a public key)."""
     import pandas as pd
 
-    from . import groupby as _gb
-    col = _v.as_array(_gb._column(part, by, "by", func), "by", func, categories=True)
+    col = _v.as_array(tables.column(part, by, "by", func), "by", func, categories=True)
     return np.ascontiguousarray(pd.Index(key_values).get_indexer(col), dtype=np.int64)
 
 
@@ -187,7 +184,7 @@ def unbounded_statistics(part: Any, by: str, columns: list[str], key_values: np.
     from . import records
     code = key_codes(part, by, key_values, func)
     inside = code >= 0
-    values = {c: records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
+    values = {c: records.check_values(tables.column(part, c, f"aggregations[{c!r}]", func),
                                       func, c)[inside] for c in columns}
     code = code[inside]
     flags = np.full(code.size, _gb.KEPT_PAIR, dtype=np.uint8)
@@ -205,13 +202,12 @@ def prepared_records(part: Any, by: str, unit: str, columns: list[str],
     and a digest of all of it under ``mac``, which binds the release to these rows."""
     import pandas as pd
 
-    from . import groupby as _gb
     from . import records
     code = key_codes(part, by, key_values, func)
     inside = code >= 0
-    person = _v.as_array(_gb._column(part, unit, "privacy_unit", func), "privacy_unit", func,
+    person = _v.as_array(tables.column(part, unit, "privacy_unit", func), "privacy_unit", func,
                          categories=True)[inside]
-    values = [records.check_values(_gb._column(part, c, f"aggregations[{c!r}]", func),
+    values = [records.check_values(tables.column(part, c, f"aggregations[{c!r}]", func),
                                    func, c)[inside] for c in columns]
     code = np.ascontiguousarray(code[inside])
     hashed = pd.util.hash_array(bucket_ids(person))

@@ -52,8 +52,7 @@ from .graphical import MAX_CLIQUE_CELLS, GraphicalModel, Measurement, estimate, 
 if TYPE_CHECKING:
     from .._release import Keys
 
-__all__ = ["aim", "mst", "candidates", "aim_scores", "largest_sigma", "mst_pairs",
-           "Measurer"]
+__all__ = ["aim", "mst", "candidates", "aim_scores", "largest_sigma", "mst_pairs"]
 
 _Attrs = tuple[int, ...]
 #: AIM's first rounds' share of the budget: ``ROUNDS_PER_ATTRIBUTE * d`` rounds.

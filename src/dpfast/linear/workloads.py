@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Workload", "Identity", "Prefixes", "Ranges", "Rectangles", "Marginals",
            "Conjunctions", "Explicit", "MAX_ANSWERS", "TRUSTED",
-           "check_trusted", "check_domain"]
+           "check_trusted"]
 
 # answer() materializes every answer; beyond this many, use the workload's own methods
 # (range_sums of a tree release, for instance).
