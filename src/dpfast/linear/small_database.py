@@ -151,12 +151,12 @@ def smalldb_error_bound(n_cells: int, n_queries: int, total: float, epsilon: flo
     Parameters
     ----------
     n_cells, n_queries : int
-        The size of the universe ``|X|`` and the number of queries ``|Q|``.
+        The size of the universe ``|X|`` and the number of queries ``|Q|``, each >= 1.
     total : float
-        The number of records ``||x||_1`` (with ``known_total``, the public total passed to
-        :func:`smalldb`, which must equal it).
+        The number of records ``||x||_1``, > 0 (with ``known_total``, the public total
+        passed to :func:`smalldb`, which must equal it).
     epsilon, alpha : float
-        As passed to :func:`smalldb`.
+        As passed to :func:`smalldb`: ``epsilon`` > 0, ``alpha`` in (0, 1).
     beta : float
         Failure probability, in (0, 1).
     known_total : bool, optional
@@ -169,12 +169,27 @@ def smalldb_error_bound(n_cells: int, n_queries: int, total: float, epsilon: flo
     Returns
     -------
     float
+        The bound on the normalised error (a fraction of the number of records). Nothing is
+        charged or drawn.
+
+    Raises
+    ------
+    TypeError
+        If ``n_cells`` or ``n_queries`` is not an int (a bool included); ``total``,
+        ``epsilon``, ``alpha`` or ``beta`` is not a real number; or ``known_total`` is not a
+        bool.
+    ValueError
+        If ``n_cells`` or ``n_queries`` is outside [1, 2**62]; ``total`` or ``epsilon`` is
+        NaN, infinite or <= 0; ``alpha`` or ``beta`` is not in (0, 1); or ``alpha`` is so
+        small that ``ln|Q| / alpha**2`` exceeds 2**53 records.
 
     Examples
     --------
-    >>> from dpfast import smalldb_error_bound
-    >>> round(smalldb_error_bound(16, 100, 10_000, 1.0, 0.5, 0.05), 4)
+    >>> import dpfast as dp
+    >>> round(dp.smalldb_error_bound(16, 100, 10_000, 1.0, 0.5, 0.05), 4)
     0.5111
+    >>> round(dp.smalldb_error_bound(16, 100, 10_000, 1.0, 0.5, 0.05, known_total=False), 4)
+    0.5163
     """
     func = "smalldb_error_bound"
     n = _v.check_positive_int(n_cells, "n_cells", func)
@@ -291,8 +306,8 @@ def smalldb(counts: ArrayLike, queries: Workload, *, epsilon: float, alpha: floa
         A public number of records (bounded DP; it should equal ``counts.sum()``). None: a
         fraction :data:`TOTAL_FRACTION` of epsilon buys a noisy count (discrete Laplace).
     accountant, rng, threads
-        As for :func:`dpfast.laplace_mechanism`; the output for a given generator state does
-        not depend on ``threads``.
+        As for :func:`dpfast.laplace_mechanism` (an int seed is for tests and research
+        only); the output for a given generator state does not depend on ``threads``.
     max_candidates : int, optional
         Refuse (ValueError, nothing spent) when there are more candidate databases,
         ``C(|X| + m - 1, m)``, than this.
@@ -305,21 +320,40 @@ def smalldb(counts: ArrayLike, queries: Workload, *, epsilon: float, alpha: floa
 
     Raises
     ------
-    TypeError, ValueError
-        For any invalid argument or too many candidates, before anything is charged or drawn.
+    TypeError
+        If ``queries`` is not a :class:`~dpfast.linear.workloads.Workload`; ``epsilon``,
+        ``alpha`` or ``total`` is not a real number (a bool included); ``max_candidates``
+        or ``threads`` is not an int; ``counts`` is not numeric data (a masked array
+        included); ``accountant`` is not an accountant; or ``rng`` is not one of the
+        accepted kinds.
+    ValueError
+        If ``epsilon`` is NaN, infinite or <= 0; ``alpha`` is not in (0, 1) or too small
+        (``ln|Q| / alpha**2`` beyond 2**53); ``total`` is not in (0, 2**62);
+        ``max_candidates`` is outside [1, 2**62]; ``counts`` has neither the workload's
+        shape nor its number of cells, holds a NaN, infinite, negative or fractional entry
+        (the message gives its position, not the count) or sums to more than 2**52; the
+        workload has no query, entries outside [0, 1] or too many cells x queries; there
+        are more than ``max_candidates`` candidate databases; epsilon gives a noise scale
+        outside the samplers' range; ``threads`` is outside [1, 1024]; or ``rng`` is a
+        negative seed.
     BudgetExceededError
-        If the accountant cannot afford epsilon; nothing is drawn.
+        If the accountant cannot afford ``epsilon``. All of the above are raised before
+        anything is charged or drawn.
 
     Examples
     --------
-    >>> import numpy as np, dpfast as dp
-    >>> from dpfast import smalldb
+    Prefix counts of a four-cell histogram, with a public total of 100 records
+    (``rng=0``: reproducible, for tests only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
     >>> from dpfast.linear.workloads import Prefixes
-    >>> rel = smalldb(np.array([30, 10, 0, 60]), Prefixes(4), epsilon=1.0, alpha=0.6,
-    ...               total=100, rng=0, accountant=dp.Accountant())
-    >>> rel.m, rel.n_candidates, rel.database.tolist()
-    (4, 35, [1, 1, 0, 2])
-    >>> rel.answers.tolist()
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> rel = dp.smalldb(np.array([30, 10, 0, 60]), Prefixes(4), epsilon=1.0, alpha=0.6,
+    ...                  total=100, rng=0, accountant=acct)
+    >>> rel.m, rel.n_candidates, rel.database.tolist(), acct.spent
+    (4, 35, [1, 1, 0, 2], (1.0, 0.0))
+    >>> rel.answers.tolist()      # the truth: [30, 40, 40, 100]
     [25.0, 50.0, 50.0, 100.0]
     """
     func = "smalldb"
