@@ -55,6 +55,7 @@ import numpy as np
 from .. import validation as _v
 from .._release import Keys, release
 from .. import noise as _noise
+from ..tables import category_list
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -422,12 +423,8 @@ def randomized_response_categorical(values: ArrayLike,
         k = _check_k(categories, func)
         cats: range | list[Any] = range(k)
     else:
-        if isinstance(categories, (str, bytes, set, frozenset, dict)) \
-                or not hasattr(categories, "__len__"):
-            raise TypeError(f"The 'categories' parameter of {func} must be an ordered "
-                            f"sequence of categories or an int. Got "
-                            f"{_v.describe(categories)} instead.")
-        cats = list(categories)  # type: ignore[arg-type]  # no int: numbers.Integral
+        cats = category_list(categories, f"The 'categories' parameter of {func} must be an "
+                             "ordered sequence of categories or an int.")
         if len(cats) < 2:
             raise ValueError(f"The 'categories' parameter of {func} must have at least 2 "
                              f"categories. Got {_v.describe(categories)} instead.")

@@ -16,7 +16,6 @@ number of threads.
 """
 import math
 import numbers
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from .. import _native
 from .. import validation as _v
 from .._release import Release, ledger_path, release
 from ..noise import Gaussian, Laplace, Measure
+from ..tables import category_list
 from . import postprocess as _post
 from .cells import counting_measure, int32_limit, refuse_unpayable_kind
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
@@ -457,12 +457,9 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
 def category_counts(values: "ArrayLike", categories: Any, other: object, func: str,
                     threads: int) -> "NDArray[np.int64]":
     """The exact counts of :func:`count_categories` (everything checked; no noise)."""
-    if isinstance(categories, (str, bytes, set, frozenset, Mapping)) \
-            or not hasattr(categories, "__len__"):
-        raise TypeError(f"The 'categories' parameter of {func} must be an ordered sequence "
-                        f"of categories (the order of the released cells). Got "
-                        f"{_v.describe(categories)} instead.")
-    categories = list(categories)
+    categories = category_list(categories, f"The 'categories' parameter of {func} must be "
+                               "an ordered sequence of categories (the order of the "
+                               "released cells).")
     other = _v.check_bool(other, "other", func)
     codes = _v.category_codes(values, categories, func)
     ncat = len(categories)
