@@ -13,6 +13,8 @@ import pytest
 
 import dpfast as dp
 from dpfast.linear import contingency as M
+from dpfast.linear import marginal_accuracy as A
+from dpfast.linear import marginal_plan as P
 from dpfast.linear.contingency import (crosstab, marginal_error_bound, marginal_variance,
                                      marginals)
 from dpfast.linear.workloads import Marginals
@@ -412,14 +414,14 @@ def test_consistent_is_the_dense_least_squares_projection(sizes, workload):
 def test_component_is_the_inclusion_exclusion_of_means():
     y = np.random.default_rng(3).normal(size=(3, 4, 2))
     table = (0, 2, 5)
-    for sub in M._subsets(table):
+    for sub in P.subsets(table):
         want = 0.0
         for r in range(len(sub) + 1):
             for keep in itertools.combinations(sub, r):
                 axes = tuple(i for i, a in enumerate(table) if a not in keep)
                 mean = y.mean(axis=axes, keepdims=True) if axes else y
                 want = want + (-1) ** (len(sub) - r) * mean
-        got = M._component(y, table, sub)
+        got = A.component(y, table, sub)
         shape = [y.shape[i] if a in sub else 1 for i, a in enumerate(table)]
         np.testing.assert_allclose(np.broadcast_to(got.reshape(shape), y.shape),
                                    np.broadcast_to(want, y.shape), atol=1e-12)
@@ -439,7 +441,7 @@ def test_consistent_total_squared_error_never_exceeds_independent(sizes, workloa
         assert sse_c <= sse_i * (1 + 1e-12) + 1e-9, (seed, sse_c, sse_i)
         # the same noise, post-processed: the consistent release is the projection of the
         # independent one
-        again = M._consistent(con._plan, [ind[s] for s in ind])
+        again = A.consistent(con._plan, [ind[s] for s in ind])
         for s, t in zip(con, again):
             np.testing.assert_allclose(con[s], t, rtol=1e-12, atol=1e-9)
 
@@ -466,12 +468,12 @@ def test_variances_are_the_projection_diagonal(sizes, workload):
 
 @pytest.mark.parametrize("sizes, workload", WORKLOADS)
 def test_error_coefficients_are_the_projection_rows(sizes, workload):
-    plan = M._domain_plan(list(sizes), 2, workload, "test")
+    plan = P.domain_plan(list(sizes), 2, workload, "test")
     p = projection(sizes, plan.sets)
-    factors = M._variance_factors(plan, "consistent")
+    factors = A.variance_factors(plan, "consistent")
     start = 0
     for j, s in enumerate(plan.sets):
-        coef, mult = M._error_coefficients(plan, j)
+        coef, mult = A.error_coefficients(plan, j)
         assert mult.sum() == p.shape[0]
         assert (mult * coef ** 2).sum() == pytest.approx(factors[j], rel=1e-10)
         row = np.sort(p[start])                      # any cell of the table: the first
@@ -547,7 +549,7 @@ def test_bounds_compare_the_methods_as_their_variances_do():
 def test_tail_bound_of_one_noise_is_its_exact_tail():
     for scale in (0.5, 3.0, 40.0):
         q = math.exp(-1 / scale)
-        tail = M._tail_bound(np.array([1.0]), np.array([1.0]), scale, math.log(1e-6))
+        tail = A.tail_bound(np.array([1.0]), np.array([1.0]), scale, math.log(1e-6))
         for u in (1, 2, 5, 17):
             exact = q ** u / (1 + q)                 # P[K >= u]
             assert exact <= tail(u) <= exact + 1e-6 * math.exp(-8)
@@ -607,8 +609,9 @@ def test_adult_two_way_marginals():
     assert con[("race", "sex")].shape == (5, 2)
 
 
-def test_docstring_examples():
-    result = doctest.testmod(M, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+@pytest.mark.parametrize("module", [M, A], ids=["contingency", "marginal_accuracy"])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
 
 

@@ -66,9 +66,11 @@ import numpy as np
 
 from . import _native
 from . import pieces as _pieces
+from . import tables
 from . import validation as _v
 from ._release import Release, refuse_unaffordable
 from .releases import histograms as _hist
+from .linear import marginal_plan
 from .releases import postprocess as _post
 from .noise import Gaussian, Laplace
 from .releases.cells import counting_measure, int32_limit, noisy_cells
@@ -324,23 +326,21 @@ def crosstab(frame: Any, columns: Hashable | Sequence[Hashable], *,
     same seed. ``keys`` gives every column's public categories (required); ``noise``,
     ``epsilon``, ``delta`` and ``rho`` as for :func:`noisy_counts` (one table: sensitivity
     1)."""
-    from .linear import contingency as _ct
     func = "crosstab"
-    names = _ct._check_columns(columns, func)
+    names = tables.check_columns(columns, func)
     cats = _public_keys(frame, names, keys, func)
     table = _released_counts(func, frame, names, _crosstab_counts, (names, cats), noise,
                              epsilon, delta, rho, accountant, rng, None)
-    return _ct._label(table, tuple(names), _ct._indexes(cats, True))
+    return tables.label_table(table, tuple(names), tables.category_indexes(cats, True))
 
 
 def _crosstab_counts(part: Any, names: list[Hashable],
                      cats: dict[Hashable, list[Any]]) -> np.ndarray:
-    from .linear import contingency as _ct
     func = "crosstab"
-    plan = _ct._plan(tuple(names), tuple(len(cats[n]) for n in names), None,
-                     [tuple(names)], func)
-    codes = _ct._frame_codes(part, names, cats, "columns", func)
-    return _ct._count_codes(dict(enumerate(codes)), plan, 1)[0]
+    plan = marginal_plan.make_plan(tuple(names), tuple(len(cats[n]) for n in names), None,
+                                   [tuple(names)], func)
+    codes = tables.frame_codes(part, names, cats, "columns", func)
+    return marginal_plan.count_codes(dict(enumerate(codes)), plan, 1)[0]
 
 
 def count_categories(values: Any, categories: Sequence[Any], *, noise: str = "laplace",
@@ -495,8 +495,7 @@ def _public_keys(frame: Any, names: list[Hashable], keys: Any,
                  func: str) -> dict[Hashable, list[Any]]:
     """Every named column's public categories, checked as :func:`dpfast.crosstab` checks
     them (a Dask collection given as categories is data, refused unread)."""
-    from .linear import contingency as _ct
-    mapping = _ct._keys_mapping(keys, frame, func)
+    mapping = tables.keys_mapping(keys, frame, func)
     for n in names:
         _check_column(frame, n, func)
     missing = [n for n in names if n not in mapping]
@@ -505,8 +504,9 @@ def _public_keys(frame: Any, names: list[Hashable], keys: Any,
                          f"column. Got none for {missing!r}.")
     for n in names:
         if isinstance(mapping[n], (da.Array, dd.Series, dd.DataFrame)):
-            raise _ct._leak(func, f"the categories of column {n!r} are a Dask collection.")
-    return {n: _ct._categories(mapping[n], n, None, func) for n in names}
+            raise tables.keys_leak(func, f"the categories of column {n!r} are a Dask "
+                                   "collection.")
+    return {n: tables.public_categories(mapping[n], n, None, func) for n in names}
 
 
 def _check_codes_column(frame: Any, column: Hashable, func: str) -> None:

@@ -38,6 +38,7 @@ from .. import validation as _v
 from .._release import Release
 from ..noise import Gaussian, Laplace, measure
 from ..samplers import MAX_DISCRETE_SCALE
+from ..tables import is_frame_like
 from ..zcdp import rho_from_epsilon_delta
 from .tree import check_sigma
 
@@ -129,16 +130,12 @@ class HierarchyRelease:
         return f"HierarchyRelease(units per level={sizes}, {cost})"
 
 
-def _is_frame(value: object) -> bool:
-    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
-
-
 def _from_frames(records: Any, geography: Any, func: str,
                  ) -> tuple[NDArray[np.int64], list[NDArray[np.int64]], list[Any]]:
     """Leaf counts, parent arrays and unit labels from a frame of records and the frame of
     the public geography (one row per leaf, one column per level, top first)."""
     import pandas as pd
-    if not (_is_frame(records) and _is_frame(geography)):
+    if not (is_frame_like(records) and is_frame_like(geography)):
         raise TypeError(f"The 'data' and 'hierarchy' parameters of {func} must both be "
                         f"frames, or leaf counts and parent arrays. Got "
                         f"{type(records).__name__} and {type(geography).__name__} instead.")
@@ -267,7 +264,7 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float | None = None,
     if isinstance(noise, str) and noise == "laplace" and epsilon is not None:
         _v.check_epsilon(epsilon, func)         # first, as before the noise keywords
     labels = None
-    if _is_frame(data) or _is_frame(hierarchy):
+    if is_frame_like(data) or is_frame_like(hierarchy):
         data, hierarchy, labels = _from_frames(data, hierarchy, func)
     leaves = _v.as_array(data, "data", func)
     if leaves.ndim != 1 or leaves.size == 0 or leaves.dtype.kind not in "iu":
