@@ -61,7 +61,11 @@ Mechanism = Callable[[Any, int, ChaCha20], Any]
 class AuditResult:
     """What :func:`audit` found.
 
-    Attributes
+    Made by :func:`audit`, not by hand: each parameter below is a read-only attribute of the
+    same name (a frozen dataclass), and :attr:`violated` says whether the bound contradicts
+    the claim.
+
+    Parameters
     ----------
     epsilon_lower_bound : float
         With probability at least ``confidence``, the mechanism is not ``(e, delta)``-DP for
@@ -76,6 +80,24 @@ class AuditResult:
         Outputs drawn in all (half to choose the event, half to test it).
     confidence, delta : float
         As given.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On setting an attribute: a result is not edited after the audit. (The constructor
+        checks nothing; :func:`audit` checks its own arguments.)
+
+    Examples
+    --------
+    A Laplace mechanism of scale 1 claimed to be 0.5-DP (``rng=1``: a reproducible audit):
+
+    >>> import dpfast as dp
+    >>> lap = lambda x, n, rng: x + dp.laplace(1.0, n, rng=rng)
+    >>> result = dp.audit(lap, 0.0, 1.0, samples=200_000, epsilon=0.5, rng=1)
+    >>> result.violated, result.claimed, result.samples
+    (True, 0.5, 200000)
+    >>> print(result)
+    epsilon >= 0.958 with confidence 0.99 against a claimed epsilon of 0.5: VIOLATED (event ...)
     """
 
     epsilon_lower_bound: float
@@ -127,12 +149,31 @@ def audit(mechanism: Mechanism, data: Any, neighbour: Any, *, samples: int = 1_0
         In (0, 1); default 0.99.
     thresholds : int, optional
         Thresholds searched for real outputs (default 200).
-    rng : None, int or ChaCha20, optional
-        The generator handed to ``mechanism``; a seed makes the audit reproducible.
+    rng : None, int, ChaCha20 or numpy.random.Generator over ChaCha20, optional
+        The generator handed to ``mechanism``; a seed makes the audit reproducible (an
+        audit is a test: a seed is fine here, never for a real release).
 
     Returns
     -------
     AuditResult
+        The bound, the event tested and its frequencies; ``.violated`` when the bound
+        exceeds ``epsilon``. Nothing is charged to any accountant.
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not callable; ``samples`` or ``thresholds`` is not an int (a
+        bool included); ``epsilon``, ``delta`` or ``confidence`` is not a real number;
+        ``rng`` is not one of the accepted kinds; or ``mechanism`` returns something other
+        than numbers, or rows of real numbers.
+    ValueError
+        If ``samples`` is outside [1000, 2**62]; ``epsilon`` is NaN, infinite or <= 0;
+        ``delta`` is not in [0, 1); ``confidence`` is not in (0, 1); ``thresholds`` < 1;
+        ``rng`` is a negative seed; or ``mechanism`` returns other than ``n`` outputs (or
+        more than 2-d), a NaN or infinite real output, or rows too wide to code in 62 bits.
+    ImportError
+        If scipy (the Clopper-Pearson bounds) is not installed: ``pip install
+        "dpfast[audit]"``.
 
     Examples
     --------
@@ -141,6 +182,8 @@ def audit(mechanism: Mechanism, data: Any, neighbour: Any, *, samples: int = 1_0
     >>> result = dp.audit(lap, 0.0, 1.0, samples=400_000, epsilon=1.0, rng=1)
     >>> 0.5 < result.epsilon_lower_bound < 1.0, result.violated
     (True, False)
+    >>> round(result.epsilon_lower_bound, 2)
+    0.96
     """
     func = "audit"
     if not callable(mechanism):

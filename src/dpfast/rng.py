@@ -31,13 +31,37 @@ def default_rng(seed: SeedLike = None) -> np.random.Generator:
     A ``numpy.random.Generator`` over :class:`ChaCha20`.
 
     ``seed=None`` keys it from ``os.urandom``; a seed makes it reproducible (tests only).
+    Every ``rng=`` argument of dpfast accepts it, and its stream advances with each use.
+
+    Parameters
+    ----------
+    seed : None, int, sequence of ints or numpy.random.SeedSequence, optional
+        ``None`` (the default, for real releases): a key from the OS. Otherwise the key is
+        derived from the seed through a ``SeedSequence``. A seed is for tests and research
+        only: anyone who knows it can subtract the noise from a release.
+
+    Returns
+    -------
+    numpy.random.Generator
+        A Generator whose ``bit_generator`` is a :class:`ChaCha20`.
+
+    Raises
+    ------
+    TypeError
+        If ``seed`` is of another kind (a float or a string, for instance).
+    ValueError
+        If ``seed`` is a negative int or a sequence holding one. The message never shows
+        the seed: it is a key.
 
     Examples
     --------
     >>> import dpfast as dp
-    >>> g = dp.default_rng(7)
+    >>> g = dp.default_rng(7)              # a seed: reproducible, for tests only
     >>> g.integers(0, 10, size=3).shape
     (3,)
+    >>> print(dp.default_rng(7).integers(0, 10, size=3))
+    [5 0 3]
+    >>> x = dp.laplace(1.0, 2, rng=g)      # a dpfast sampler drawing from it
     """
     exc: type[Exception]
     try:
