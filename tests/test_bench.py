@@ -296,11 +296,11 @@ def test_graphical_tables_print_failed_and_stopped_peers():
               "l1_2way": None, "l1_2way_sd": None, "l1_3way": None, "seconds": None,
               "outcome": "failed", "timeout": 600.0}
     stopped = {**failed, "outcome": "timeout", "seconds": 600.0}
-    text = "\n".join(linear._graphical_markdown([ours, failed, stopped]))
+    text = "\n".join(linear.graphical_markdown([ours, failed, stopped]))
     assert "0.0370 +- 0.0010" in text and "| failed | failed |" in text
     assert "did not finish in 600 s" in text
     wide = [{"columns": 14, "domain": 10**14, "epsilon": 1.0, "delta": 1e-9, "method": m,
              "runs": 0, "l1_2way": None, "seconds": s, "outcome": o, "timeout": 600.0}
             for m, s, o in [("a", None, "failed"), ("b", 600.0, "timeout")]]
-    text = "\n".join(linear._wide_markdown(wide))
+    text = "\n".join(linear.wide_markdown(wide))
     assert "| a | 0 | failed |  |" in text and "did not finish in 600 s" in text

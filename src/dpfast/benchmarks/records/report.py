@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core import machine_line
-from .table import DPFAST_CALLS, percentiles
+from .table import DPFAST_CALLS
 
 __all__ = ["progress_line", "library_calls", "to_markdown"]
 
