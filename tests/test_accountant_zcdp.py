@@ -239,12 +239,12 @@ def test_remaining_can_be_spent():
 def _implied_by_hand(acct):
     """spent.rho of an (epsilon, delta) accountant from scratch: eps**2/2 over its outermost
     charges (spends outside blocks, whole blocks, leases), inf once one has delta > 0."""
-    from dpfast.accounting import _float_up, _rho_of_epsilon
+    from dpfast.accounting.amounts import float_up, rho_of_epsilon
     with acct._synced():
         units = acct._units()
     if any(d != 0 for _, d in units):
         return math.inf
-    return _float_up(sum(_rho_of_epsilon(e) for e, _ in units))
+    return float_up(sum(rho_of_epsilon(e) for e, _ in units))
 
 
 def test_implied_rho_is_kept_as_spends_come(tmp_path):

@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 import dpfast as dp
-from dpfast.accounting import _amount_parse, _amount_text
-from dpfast.ledger import RETURN, LedgerFile, encode
+from dpfast.ledger import RETURN, LedgerFile, amount_parse, amount_text, encode
 from refusals import rng_state, spends_nothing
 
 MARKER = "QX7-lease-marker-5521"
@@ -253,8 +252,8 @@ def test_eight_processes_with_leases_never_overspend_together(path):
     # Every lease closed: the ledger's total is exactly what was truly spent, and it never
     # exceeded the budget at any record.
     assert acct.spent[0] == true_spends / 1000
-    totals = [_amount_parse(line.split(b" ")[4].decode()) for line in _records(path)[1:]]
-    assert max(totals) <= _amount_parse("1e0")
+    totals = [amount_parse(line.split(b" ")[4].decode()) for line in _records(path)[1:]]
+    assert max(totals) <= amount_parse("1e0")
     # The last child to stop found less than 0.001 free while the seven others held at
     # most 0.064 each: at least 1 - 0.001 - 7 * 0.064 was truly spent.
     assert true_spends >= 551
@@ -283,12 +282,12 @@ def _append_with_key(path, kind, credit, lease_id, unit=None, delta_credit="0e-3
         charges = led.read_new()
         last = charges[-1]
         sign = -1 if kind == RETURN else 1
-        total = (_amount_parse(last.total_epsilon) + sign * _amount_parse(credit),
-                 _amount_parse(last.total_delta) + sign * _amount_parse(delta_credit))
+        total = (amount_parse(last.total_epsilon) + sign * amount_parse(credit),
+                 amount_parse(last.total_delta) + sign * amount_parse(delta_credit))
         details = {"epsilon": 0.1, "delta": 0.0, "label": None, "path": [],
                    "unit": unit or lease_id, "lease": lease_id}
-        led.append((credit, delta_credit, _amount_text(total[0], False),
-                    _amount_text(total[1], False)), details, kind)
+        led.append((credit, delta_credit, amount_text(total[0], False),
+                    amount_text(total[1], False)), details, kind)
     finally:
         led.unlock()
         led.close()

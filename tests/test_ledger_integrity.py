@@ -378,13 +378,13 @@ def test_a_directory_owned_by_another_user_is_refused(shared_dir):
 def test_a_lock_held_elsewhere_is_waited_for_a_bounded_time(path, monkeypatch):
     import fcntl
 
-    from dpfast import ledger
+    import dpfast.ledger.file as ledger_file
     dp.Accountant(epsilon=1.0, ledger=path)
     acct = dp.Accountant.from_ledger(path)
     # Anyone who can open the file can flock it (a read-only descriptor is enough).
     with open(path, "rb") as other:
         fcntl.flock(other, fcntl.LOCK_EX)
-        monkeypatch.setattr(ledger, "_LOCK_WAIT", 0.2)
+        monkeypatch.setattr(ledger_file, "_LOCK_WAIT", 0.2)
         with pytest.raises(dp.LedgerError, match="Could not lock .*budget.ledger"):
             acct.spend(0.25)
     acct.spend(0.25)                              # released: the spend goes through

@@ -1,251 +1,33 @@
-"""A budget that survives the process: the append-only file behind a durable accountant.
-
-``dp.Accountant(epsilon=1.0, ledger="budget.ledger")`` keeps its budget and every charge in
-this file. A charge is appended and made durable (written in one ``pwrite`` call, then
-``fdatasync``) before the spend returns, so before any noise of that release is drawn; every
-process that opens the same file shares the budget: a spend takes an exclusive lock on the
-file (``flock``), reads the charges appended since its last look (other processes' too) up to
-the file's real end, checks the budget, appends, syncs and unlocks. Reopening the file
-restores what was spent.
-
-Format (version 2): UTF-8 text, one record per line, each ``<payload>\\t<crc32 of the
-payload, 8 hex>``. The first record is the budget, ``budget <epsilon> <delta> <group size>
-<composition> <delta'> v2 <ledger id> <mac>``; every other record is a charge, ``charge <n>
-<epsilon charged> <delta charged> <total epsilon> <total delta> <previous mac> <mac> <JSON
-details>``: charges are numbered from 1, carry the running total after them, and form a hash
-chain (each names the MAC of the record before it, the first the budget record's). A *return*
-record, ``return <n> <epsilon returned> <delta returned> <total epsilon> <total delta>
-<previous mac> <mac> <JSON details>``, is numbered and chained like a charge and lowers the
-running total: it gives back the unspent rest of a lease (:meth:`dpfast.Accountant.lease`), a
-charge whose details carry ``"lease": <id>``, and its details name that id. The accountant
-that reads the ledger checks that a return names a reservation earlier in the same ledger
-that is not yet returned and gives back at most what it reserved; anything else is damage. A MAC is
-HMAC-SHA-256, cut to 128 bits, of the record (with the ledger id) under a key kept in
-``<ledger>.dpfast-key`` (mode 0600). Amounts are exact decimals (``1e-1`` is one tenth;
-``inf`` for an unlimited epsilon budget), as the accountant computes them: a charge is what
-the spend added to the total, after group scaling and parallel composition. The key file
-also holds a *seal*: the number of charges and the MAC of the last one, rewritten after each
-durable append (the ledger may run ahead of its seal, after a crash between the two, but
-never behind it), so that a last record removed at a record boundary, or a file cut back to
-its budget record, is seen.
-
-Failing closed. A ledger that is damaged -- a record that fails its checksum or its MAC, is
-cut short, is of an unknown kind or a second budget record, does not continue the chain
-(removed, repeated or reordered records), carries a running total that does not add up, or
-returns what no lease reserved (a return naming no earlier reservation, a second return of
-one lease, a return of more than was reserved); a
-file shorter than what was already read from it or than its seal -- counts as exhausted:
-:attr:`Accountant.spent` shows the whole budget and every spend raises
-:class:`dpfast.accounting.LedgerDamagedError`, naming the line and what is wrong (never the
-record's contents), until someone inspects the file and starts a new ledger. A budget record
-that fails (a budget raised by hand), an emptied file, or a ledger deleted while its key file
-remains is refused at open. A write that fails (a short write, a full disk, a file size
-limit, a failed sync) is cut back under the lock and raises :class:`LedgerError`: nothing is
-charged.
-
-What the key protects against, and what it cannot. The MACs catch anyone who can write the
-ledger but cannot read the key file: edits (a raised budget with its CRC fixed, a lowered
-amount), removed, reordered or repeated records and truncation. They cannot stop the owner of
-the files, root, or anyone else who can read the key: they can write a fresh, valid ledger.
-A ledger is therefore refused when someone else could have planted or changed it -- a ledger
-owned by another user or writable by group or world, a key file anyone else can read or
-write, a symbolic link, a directory others can write without the sticky bit or owned by
-another (non-root) user -- unless it is opened with ``shared_ledger=True``, which trusts every
-user who can write these files with the budget.
-
-Ledgers of the first format (``budget <epsilon> <delta> <group size> <composition> <delta'>``
-with unnumbered, unchained charges) are refused: start a new ledger for what remains.
-"""
+"""The ledger file of one durable accountant in one process: creating and opening it (its
+key and seal), locking it, reading and verifying the records other processes appended (the
+checksum, MAC, chain and seal of each), and appending a charge durably. See
+:mod:`dpfast.ledger` for the format and what it protects against."""
 from __future__ import annotations
 
 import errno
 import fcntl
 import hmac
-import importlib
 import json
 import os
-import signal
 import stat
-import threading
 import time
-import zlib
-from typing import Any, NamedTuple
+from typing import Any
 
-__all__ = ["LedgerFile", "LedgerError", "Damaged", "Charge", "encode", "decode"]
+from .records import (CHARGE, KEY_SUFFIX, MAGIC, RETURN, VERSION, Charge, Damaged,
+                      LedgerError, decode, encode, record_mac)
+from .signals import HeldSignals
+from .trust import check_directory, check_file, open_nofollow
 
-MAGIC = "budget"
-CHARGE = "charge"
-RETURN = "return"           # a lease's unspent rest given back (lowers the running total)
-VERSION = "v2"
-KEY_SUFFIX = ".dpfast-key"
+__all__ = ["LedgerFile"]
+
 _KEY_MAGIC = b"dpfast-ledger-key 2 "
 _SEAL = "seal {:020d} {}\n"
 _LOCK_WAIT = 30.0       # seconds a spend waits for another process's lock before giving up
 _CREATE_WAIT = 5.0      # seconds to wait for another process creating the same ledger
 
 
-class LedgerError(ValueError):
-    """A ledger file that cannot be used: not a dpfast ledger, one for another budget, one
-    someone else could have written, or a write that failed (nothing was charged)."""
-
-
-class Damaged(LedgerError):
-    """A ledger found damaged at ``line``: ``what`` says how (never the record's contents).
-    :mod:`dpfast.accounting` raises it as :class:`~dpfast.accounting.LedgerDamagedError`."""
-
-    def __init__(self, path: str, line: int, what: str) -> None:
-        self.path, self.line, self.what = path, line, what
-        super().__init__(f"The ledger {path!r} is damaged at line {line}: {what}.")
-
-
-class Charge(NamedTuple):
-    """One charge (or return) record as read: its line, exact amounts (text), details and
-    kind (:data:`CHARGE`, or :data:`RETURN`: the amounts are given back)."""
-    line: int
-    epsilon: str
-    delta: str
-    total_epsilon: str
-    total_delta: str
-    details: dict[str, Any]
-    kind: str = CHARGE
-
-
-def _crc(payload: bytes) -> str:
-    return f"{zlib.crc32(payload) & 0xFFFFFFFF:08x}"
-
-
-def encode(payload: str) -> bytes:
-    """One record: the payload, a tab, its checksum and a newline."""
-    raw = payload.encode("utf-8")
-    return raw + b"\t" + _crc(raw).encode("ascii") + b"\n"
-
-
-def decode(line: bytes) -> tuple[str, bool]:
-    """(payload, intact): intact when the line ends with a newline and its checksum holds."""
-    body = line[:-1] if line.endswith(b"\n") else line
-    raw, _, crc = body.rpartition(b"\t")
-    intact = line.endswith(b"\n") and bool(raw) and crc.decode("ascii", "replace") == _crc(raw)
-    return (raw if intact else body).decode("utf-8", "replace"), intact
-
-
-def _mac(key: bytes, text: str) -> str:
-    return hmac.digest(key, text.encode("utf-8"), "sha256")[:16].hex()
-
-
-# Every signal a Python handler may be installed for (SIGKILL and SIGSTOP cannot be caught).
-_SIGNALS = tuple(int(s) for s in signal.valid_signals()
-                 if s not in (signal.SIGKILL, signal.SIGSTOP))
-try:
-    # The C module under `signal`: the same functions without the enum conversions, which
-    # cost more than the rest of a ledger-backed spend on a fast disk.
-    _raw_signal: Any = importlib.import_module("_signal")
-except ImportError:         # pragma: no cover - CPython has it
-    _raw_signal = signal
-
-
-class HeldSignals:
-    """Signals caught while held (see :func:`hold_signals`)."""
-
-    def __init__(self) -> None:
-        self.previous: dict[int, Any] = {}
-        self.caught: list[int] = []
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.caught.append(signum)
-
-
-def hold_signals() -> HeldSignals | None:
-    """Defer every signal that has a Python handler (SIGINT's KeyboardInterrupt, a SIGTERM
-    handler, a timeout on SIGALRM, ...) until :func:`release_signals`, so that no handler
-    can raise between taking the locks, a charge's write, its sync and the accountant taking
-    it in: the process's total always equals the file's, and no lock is left held.
-
-    Python runs signal handlers on the main thread only, whichever thread the kernel
-    delivers a signal to (a thread mask would not do: native worker threads may take it),
-    so on the main thread the handlers are swapped for one that records the signal;
-    :func:`release_signals` restores them and raises what was recorded again. None on
-    other threads (nothing to hold: no handler runs there)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    held = HeldSignals()
-    try:
-        for signum in _SIGNALS:
-            old = _raw_signal.getsignal(signum)
-            if not callable(old):
-                continue           # default, ignored, or installed outside Python: left alone
-            held.previous[signum] = old
-            _raw_signal.signal(signum, held)
-    except BaseException:
-        release_signals(held)
-        raise
-    return held
-
-
-def release_signals(held: HeldSignals | None) -> None:
-    """Undo :func:`hold_signals`: restore the handlers, then deliver what was caught."""
-    if held is None:
-        return
-    pending = list(held.previous.items())
-    try:
-        while pending:
-            signum, old = pending[-1]
-            _raw_signal.signal(signum, old)
-            pending.pop()
-    finally:
-        # A handler restored above may have raised (a signal arriving just then): the rest
-        # are restored all the same, never left recording.
-        for signum, old in pending:
-            _raw_signal.signal(signum, old)
-    for signum in dict.fromkeys(held.caught):
-        _raw_signal.raise_signal(signum)
-
-
 def _sync(fd: int) -> None:
     (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
-
-
-def _check_directory(path: str) -> None:
-    """Refuse a directory where someone else could replace our files."""
-    where = os.path.dirname(os.path.abspath(path))
-    st = os.stat(where)
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise LedgerError(
-            f"The directory {where!r} of the ledger {path!r} can be written by other users "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}, no sticky bit): they could replace the "
-            "ledger. Keep it in a directory only you can write, or pass shared_ledger=True "
-            "to trust them with the budget.")
-    if st.st_uid not in (0, os.geteuid()):
-        raise LedgerError(
-            f"The directory {where!r} of the ledger {path!r} is owned by another user (uid "
-            f"{st.st_uid}), who could replace the ledger. Keep it in your own directory, or "
-            "pass shared_ledger=True to trust them with the budget.")
-
-
-def _check_file(st: os.stat_result, path: str, what: str, others_mask: int) -> None:
-    """Refuse a file that is not a regular file of ours that no one else can change."""
-    if not stat.S_ISREG(st.st_mode):
-        raise LedgerError(f"The {what} {path!r} is not a regular file.")
-    if st.st_uid != os.geteuid():
-        raise LedgerError(
-            f"The {what} {path!r} is owned by another user (uid {st.st_uid}), who could "
-            "have written it. Use your own ledger, or pass shared_ledger=True to trust that "
-            "user with the budget.")
-    if st.st_mode & others_mask:
-        raise LedgerError(
-            f"The {what} {path!r} has mode {stat.S_IMODE(st.st_mode):04o}: other users "
-            f"can {'write' if others_mask == 0o022 else 'read or write'} it. Make it "
-            f"{'0644 or 0600' if others_mask == 0o022 else '0600'} (chmod), or pass "
-            "shared_ledger=True to trust them with the budget.")
-
-
-def _open_nofollow(path: str, flags: int, what: str, mode: int = 0o600) -> int:
-    try:
-        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise LedgerError(f"The {what} {path!r} is a symbolic link: refused (it could "
-                              "point anywhere). Name the file itself.") from None
-        raise
 
 
 def _flock(fd: int, how: int, path: str, wait: float,
@@ -310,7 +92,7 @@ class LedgerFile:
         self._id = ""
         self._seal_at = 0
         if not shared:
-            _check_directory(self.path)
+            check_directory(self.path)
         self.header = self._open(budget)
 
     # -- descriptors, one pair per process --------------------------------------------------
@@ -321,9 +103,9 @@ class LedgerFile:
             if self._closed:
                 raise LedgerError(f"The ledger {self.path!r} has been closed "
                                   "(Accountant.close()).")
-            fd = _open_nofollow(self.path, os.O_RDWR, "ledger")
+            fd = open_nofollow(self.path, os.O_RDWR, "ledger")
             try:
-                key_fd = _open_nofollow(self.key_path, os.O_RDWR, "ledger key file")
+                key_fd = open_nofollow(self.key_path, os.O_RDWR, "ledger key file")
             except BaseException:
                 os.close(fd)
                 raise
@@ -356,7 +138,7 @@ class LedgerFile:
     def _open(self, budget: str | None) -> str:
         for _ in range(3):
             try:
-                fd = _open_nofollow(self.path, os.O_RDWR, "ledger")
+                fd = open_nofollow(self.path, os.O_RDWR, "ledger")
             except FileNotFoundError:
                 if budget is None and not os.path.lexists(self.key_path):
                     raise FileNotFoundError(
@@ -375,11 +157,11 @@ class LedgerFile:
                           "disappears (another process is removing it).")
 
     def _key_file(self, flags: int) -> tuple[int, os.stat_result]:
-        fd = _open_nofollow(self.key_path, flags, "ledger key file")
+        fd = open_nofollow(self.key_path, flags, "ledger key file")
         st = os.fstat(fd)
         if not self.shared:
             try:
-                _check_file(st, self.key_path, "ledger key file", 0o077)
+                check_file(st, self.key_path, "ledger key file", 0o077)
             except BaseException:
                 os.close(fd)
                 raise
@@ -392,7 +174,7 @@ class LedgerFile:
         if budget is None:
             return self._await_creator()
         try:
-            key_fd = _open_nofollow(self.key_path, os.O_RDWR | os.O_CREAT | os.O_EXCL,
+            key_fd = open_nofollow(self.key_path, os.O_RDWR | os.O_CREAT | os.O_EXCL,
                                     "ledger key file")
         except FileExistsError:
             return self._await_creator()
@@ -403,11 +185,11 @@ class LedgerFile:
             key = os.urandom(32)
             ledger_id = os.urandom(8).hex()
             signed = f"{budget} {VERSION} {ledger_id}"
-            mac = _mac(key, signed)
+            mac = record_mac(key, signed)
             head = _KEY_MAGIC + key.hex().encode("ascii") + b"\n"
             os.write(key_fd, head + _SEAL.format(0, mac).encode("ascii"))
             _sync(key_fd)
-            fd = _open_nofollow(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, "ledger")
+            fd = open_nofollow(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, "ledger")
             try:
                 record = encode(f"{signed} {mac}")
                 if os.write(fd, record) != len(record):
@@ -467,7 +249,7 @@ class LedgerFile:
         self._fd, self._pid = fd, os.getpid()
         st = os.fstat(fd)
         if not self.shared:
-            _check_file(st, self.path, "ledger", 0o022)
+            check_file(st, self.path, "ledger", 0o022)
         elif not stat.S_ISREG(st.st_mode):
             raise LedgerError(f"The ledger {self.path!r} is not a regular file.")
         _flock(fd, fcntl.LOCK_EX, self.path, _LOCK_WAIT)
@@ -496,7 +278,7 @@ class LedgerFile:
                 raise Damaged(self.path, 1, "the budget record has an unknown format")
             self._load_key()
             signed = " ".join(fields[:8])
-            if not hmac.compare_digest(_mac(self._key, signed), fields[8]):
+            if not hmac.compare_digest(record_mac(self._key, signed), fields[8]):
                 raise Damaged(self.path, 1, "the budget record fails its MAC (edited, or "
                               "not written with this ledger's key)")
             found = " ".join(fields[:6])
@@ -600,7 +382,7 @@ class LedgerFile:
             self.mark_damaged(line, "a charge record of an unknown format")
             return None
         signed = f"{self._id} {' '.join(parts[:7])} {parts[8]}"
-        if not hmac.compare_digest(_mac(self._key, signed), parts[7]):
+        if not hmac.compare_digest(record_mac(self._key, signed), parts[7]):
             self.mark_damaged(line, "the record fails its MAC (edited, or not written with "
                               "this ledger's key)")
             return None
@@ -648,7 +430,7 @@ class LedgerFile:
             raise ValueError(f"LedgerFile.append: unknown record kind {kind!r}")
         body = f"{kind} {number} {' '.join(amounts)} {self.last_mac}"
         text = _ENCODER.encode(details)
-        mac = _mac(self._key, f"{self._id} {body} {text}")
+        mac = record_mac(self._key, f"{self._id} {body} {text}")
         data = encode(f"{body} {mac} {text}")
         try:
             written = os.pwrite(fd, data, self.offset)
