@@ -538,12 +538,49 @@ def sum(values: object, *, bounds: object, epsilon: object = None, delta: object
     max_rows : int
         Rows kept per person (with ``privacy_unit``).
     accountant, rng, threads
-        As for every release.
+        As for every release (an int seed for ``rng`` is for tests and research only).
 
     Returns
     -------
     float
         The noisy sum. Sensitivity ``max_rows * max(|low|, |high|)`` (l1 and l2).
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not numeric data (booleans, strings, objects, dates, a masked
+        array); ``bounds`` is not a pair or holds a non-real; ``epsilon``, ``delta`` or
+        ``rho`` is not a real number or ``noise`` not a string; ``max_rows`` is not an int;
+        ``privacy_unit`` holds values of mixed types; ``accountant`` is not an accountant;
+        ``rng`` is not one of the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``values`` is not one-dimensional or holds a NaN or infinity (the message gives
+        its position, never a value); ``bounds`` is None or a string (bounds from the data),
+        has low >= high, or is too wide (beyond 2**960) or too narrow; ``noise`` is neither
+        ``"laplace"`` nor ``"gaussian"``; the privacy keywords do not fit the noise
+        (Laplace: ``epsilon`` > 0 required, no ``rho``, ``delta`` None or 0; Gaussian:
+        ``rho`` > 0 alone, or ``epsilon`` > 0 with ``delta`` in (0, 1)) or give noise too
+        large or too small for floats; ``max_rows`` is outside [1, 2**31 - 1], or not 1
+        without ``privacy_unit``; ``privacy_unit`` has not one id per row, holds a null, or
+        is a pandas Series indexed otherwise than ``values``; the rows could overflow the
+        exact sum's grid; ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford the release. All of the above are raised before
+        anything is charged or drawn.
+
+    Examples
+    --------
+    The sum of 1,000 ages (true sum 54,652) at epsilon = 0.5, with Laplace noise of scale
+    200 (``rng=1``: reproducible, for tests only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> ages = np.random.default_rng(0).integers(18, 90, size=1000)   # made-up data
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> round(dp.sum(ages, bounds=(0, 100), epsilon=0.5, accountant=acct, rng=1))
+    54932
+    >>> acct.spent
+    (0.5, 0.0)
     """
     func = "sum"
     col = _column(func, values, bounds, privacy_unit, max_rows)
@@ -567,7 +604,70 @@ def mean(values: object, *, bounds: object, epsilon: object = None, delta: objec
     noisy sum of the values centred on the middle of the bounds, the budget split equally
     (the split that minimises the worst-case variance of the ratio, whose two terms have the
     same sensitivity per unit of budget), and ``mid + sum / max(count, 1)`` clamped to the
-    bounds. Parameters as :func:`sum`."""
+    bounds.
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional real values (NaN or infinity refused).
+    bounds : (float, float)
+        Public clamping bounds (low < high); bounds from the data are refused.
+    epsilon, delta, rho, noise
+        Privacy keywords, as for :func:`dpfast.noisy_counts`: Laplace noise (``epsilon``)
+        or Gaussian noise (``rho``, or ``epsilon`` and ``delta``).
+    privacy_unit : array_like, optional
+        The person of each row; each keeps at most ``max_rows`` rows, chosen uniformly at
+        random. Without it, each row is a person.
+    max_rows : int
+        Rows kept per person (with ``privacy_unit``).
+    accountant, rng, threads
+        As for every release (an int seed for ``rng`` is for tests and research only).
+
+    Returns
+    -------
+    float
+        The noisy mean, within ``bounds``.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not numeric data (booleans, strings, objects, dates, a masked
+        array); ``bounds`` is not a pair or holds a non-real; ``epsilon``, ``delta`` or
+        ``rho`` is not a real number or ``noise`` not a string; ``max_rows`` is not an int;
+        ``privacy_unit`` holds values of mixed types; ``accountant`` is not an accountant;
+        ``rng`` is not one of the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``values`` is not one-dimensional or holds a NaN or infinity (the message gives
+        its position, never a value); ``bounds`` is None or a string (bounds from the data),
+        has low >= high, or is too wide (beyond 2**960) or too narrow; ``noise`` is neither
+        ``"laplace"`` nor ``"gaussian"``; the privacy keywords do not fit the noise
+        (Laplace: ``epsilon`` > 0 required, no ``rho``, ``delta`` None or 0; Gaussian:
+        ``rho`` > 0 alone, or ``epsilon`` > 0 with ``delta`` in (0, 1)) or give noise too
+        large or too small for floats; ``max_rows`` is outside [1, 2**31 - 1], or not 1
+        without ``privacy_unit``; ``privacy_unit`` has not one id per row, holds a null, or
+        is a pandas Series indexed otherwise than ``values``; the rows could overflow the
+        exact sum's grid; ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford the release. All of the above are raised before
+        anything is charged or drawn.
+
+    Examples
+    --------
+    The mean of 1,000 ages (true mean 54.652), and again with each person owning two rows
+    (``rng=1``: reproducible, for tests only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> ages = np.random.default_rng(0).integers(18, 90, size=1000)   # made-up data
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> round(dp.mean(ages, bounds=(0, 100), epsilon=0.5, accountant=acct, rng=1), 2)
+    54.66
+    >>> person = np.repeat(np.arange(500), 2)
+    >>> m = dp.mean(ages, bounds=(0, 100), epsilon=0.5, privacy_unit=person, max_rows=2,
+    ...             accountant=acct, rng=1)
+    >>> 0 <= m <= 100, acct.spent
+    (True, (1.0, 0.0))
+    """
     col, (n, s) = _moments("mean", values, bounds, privacy_unit, max_rows, 1, noise,
                            epsilon, delta, rho, accountant, rng, threads)
     mid = (col.lo + col.hi) / 2.0
@@ -582,7 +682,69 @@ def variance(values: object, *, bounds: object, epsilon: object = None,
     """Differentially private variance of a column clamped to ``bounds``: noisy count, sum
     and sum of squares of the centred values (the budget in three equal parts), combined as
     ``(sumsq - sum**2 / n) / (n - ddof)``, clamped to ``[0, ((high - low) / 2)**2]``.
-    Parameters as :func:`sum`."""
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional real values (NaN or infinity refused).
+    bounds : (float, float)
+        Public clamping bounds (low < high); bounds from the data are refused.
+    epsilon, delta, rho, noise
+        Privacy keywords, as for :func:`dpfast.noisy_counts`: Laplace noise (``epsilon``)
+        or Gaussian noise (``rho``, or ``epsilon`` and ``delta``).
+    privacy_unit : array_like, optional
+        The person of each row; each keeps at most ``max_rows`` rows, chosen uniformly at
+        random. Without it, each row is a person.
+    max_rows : int
+        Rows kept per person (with ``privacy_unit``).
+    accountant, rng, threads
+        As for every release (an int seed for ``rng`` is for tests and research only).
+    ddof : int, optional
+        Delta degrees of freedom, >= 0, as numpy's (default 0).
+
+    Returns
+    -------
+    float
+        The noisy variance, in ``[0, ((high - low) / 2)**2]``.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not numeric data (booleans, strings, objects, dates, a masked
+        array); ``bounds`` is not a pair or holds a non-real; ``epsilon``, ``delta`` or
+        ``rho`` is not a real number or ``noise`` not a string; ``max_rows`` or ``ddof`` is
+        not an int; ``privacy_unit`` holds values of mixed types; ``accountant`` is not an
+        accountant; ``rng`` is not one of the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``values`` is not one-dimensional or holds a NaN or infinity (the message gives
+        its position, never a value); ``bounds`` is None or a string (bounds from the data),
+        has low >= high, or is too wide (beyond 2**960) or too narrow; the square of the
+        bounds' half-width is not a normal float; ``ddof`` < 0; ``noise`` is neither
+        ``"laplace"`` nor ``"gaussian"``; the privacy keywords do not fit the noise
+        (Laplace: ``epsilon`` > 0 required, no ``rho``, ``delta`` None or 0; Gaussian:
+        ``rho`` > 0 alone, or ``epsilon`` > 0 with ``delta`` in (0, 1)) or give noise too
+        large or too small for floats; ``max_rows`` is outside [1, 2**31 - 1], or not 1
+        without ``privacy_unit``; ``privacy_unit`` has not one id per row, holds a null, or
+        is a pandas Series indexed otherwise than ``values``; the rows could overflow the
+        exact sum's grid; ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford the release. All of the above are raised before
+        anything is charged or drawn.
+
+    Examples
+    --------
+    The variance of 1,000 ages (true variance 429.74; ``rng=1``: reproducible, for tests
+    only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> ages = np.random.default_rng(0).integers(18, 90, size=1000)   # made-up data
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> round(dp.variance(ages, bounds=(0, 100), epsilon=1.0, accountant=acct, rng=1), 1)
+    430.0
+    >>> acct.spent
+    (1.0, 0.0)
+    """
     return _variance("variance", values, bounds, epsilon, delta, rho, noise, privacy_unit,
                      max_rows, accountant, rng, threads, ddof)
 
@@ -591,7 +753,68 @@ def std(values: object, *, bounds: object, epsilon: object = None, delta: object
         rho: object = None, noise: object = "laplace", privacy_unit: object = None,
         max_rows: object = 1, accountant: AccountantLike | None = None,
         rng: RngLike = None, threads: int | None = None, ddof: int = 0) -> float:
-    """The square root of :func:`variance` (the same release; parameters as :func:`sum`)."""
+    """The square root of :func:`variance` (the same release, at the same cost).
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional real values (NaN or infinity refused).
+    bounds : (float, float)
+        Public clamping bounds (low < high); bounds from the data are refused.
+    epsilon, delta, rho, noise
+        Privacy keywords, as for :func:`dpfast.noisy_counts`: Laplace noise (``epsilon``)
+        or Gaussian noise (``rho``, or ``epsilon`` and ``delta``).
+    privacy_unit : array_like, optional
+        The person of each row; each keeps at most ``max_rows`` rows, chosen uniformly at
+        random. Without it, each row is a person.
+    max_rows : int
+        Rows kept per person (with ``privacy_unit``).
+    accountant, rng, threads
+        As for every release (an int seed for ``rng`` is for tests and research only).
+    ddof : int, optional
+        Delta degrees of freedom, >= 0, as numpy's (default 0).
+
+    Returns
+    -------
+    float
+        The noisy standard deviation, in ``[0, (high - low) / 2]``.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not numeric data (booleans, strings, objects, dates, a masked
+        array); ``bounds`` is not a pair or holds a non-real; ``epsilon``, ``delta`` or
+        ``rho`` is not a real number or ``noise`` not a string; ``max_rows`` or ``ddof`` is
+        not an int; ``privacy_unit`` holds values of mixed types; ``accountant`` is not an
+        accountant; ``rng`` is not one of the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``values`` is not one-dimensional or holds a NaN or infinity (the message gives
+        its position, never a value); ``bounds`` is None or a string (bounds from the data),
+        has low >= high, or is too wide (beyond 2**960) or too narrow; the square of the
+        bounds' half-width is not a normal float; ``ddof`` < 0; ``noise`` is neither
+        ``"laplace"`` nor ``"gaussian"``; the privacy keywords do not fit the noise
+        (Laplace: ``epsilon`` > 0 required, no ``rho``, ``delta`` None or 0; Gaussian:
+        ``rho`` > 0 alone, or ``epsilon`` > 0 with ``delta`` in (0, 1)) or give noise too
+        large or too small for floats; ``max_rows`` is outside [1, 2**31 - 1], or not 1
+        without ``privacy_unit``; ``privacy_unit`` has not one id per row, holds a null, or
+        is a pandas Series indexed otherwise than ``values``; the rows could overflow the
+        exact sum's grid; ``threads`` is outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford the release. All of the above are raised before
+        anything is charged or drawn.
+
+    Examples
+    --------
+    The standard deviation of 1,000 ages (true 20.73; ``rng=1``: reproducible, for tests
+    only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> ages = np.random.default_rng(0).integers(18, 90, size=1000)   # made-up data
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> round(dp.std(ages, bounds=(0, 100), epsilon=1.0, accountant=acct, rng=1), 2)
+    20.74
+    """
     return math.sqrt(_variance("std", values, bounds, epsilon, delta, rho, noise,
                                privacy_unit, max_rows, accountant, rng, threads, ddof))
 
@@ -600,10 +823,12 @@ def _variance(func: str, values: object, bounds: object, epsilon: object, delta:
               rho: object, noise: object, privacy_unit: object, max_rows: object,
               accountant: AccountantLike | None, rng: RngLike, threads: int | None,
               ddof: object) -> float:
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) \
-            or ddof < 0:
-        raise TypeError(f"The 'ddof' parameter of {func} must be an int >= 0. Got {ddof!r} "
-                        "instead.")
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
+        raise TypeError(f"The 'ddof' parameter of {func} must be an int >= 0. Got "
+                        f"{_v.describe(ddof)} instead.")
+    if ddof < 0:
+        raise ValueError(f"The 'ddof' parameter of {func} must be an int >= 0. Got {ddof!r} "
+                         "instead.")
     col, (n, s, s2) = _moments(func, values, bounds, privacy_unit, max_rows, 2, noise,
                                epsilon, delta, rho, accountant, rng, threads)
     n = max(n, 1.0)
@@ -723,13 +948,50 @@ def quantiles(values: object, q: object, *, bounds: object, epsilon: object,
         small sample but the higher for 99, and its cost grows as ``len(q) n**2``: not
         offered.)
     accountant, rng, threads
-        As for every release.
+        As for every release (an int seed for ``rng`` is for tests and research only).
 
     Returns
     -------
     ndarray of float64
         The quantiles in the order of ``q`` (a 0-d array for a scalar ``q``), grid points
         ``low + k g``.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not numeric data (booleans, strings, objects, dates, a masked
+        array); ``q`` is not a float or a sequence of them; ``bounds`` is not a pair or
+        holds a non-real; ``epsilon`` is not a real number (None included); ``max_rows`` is
+        not an int; ``privacy_unit`` holds values of mixed types; ``accountant`` is not an
+        accountant; ``rng`` is not one of the accepted kinds; or ``threads`` is not an int.
+    ValueError
+        If ``q`` is empty, more than 1-d, or has a level outside [0, 1]; ``values`` is not
+        one-dimensional or holds a NaN or infinity (the message gives its position, never a
+        value); ``bounds`` is None or a string (bounds from the data), has low >= high, or
+        is too wide (beyond 2**960) or too narrow; ``epsilon`` is NaN, infinite or <= 0;
+        ``method`` is not one of the two names; ``max_rows`` is outside [1, 2**31 - 1], or
+        not 1 without ``privacy_unit``; ``privacy_unit`` has not one id per row, holds a
+        null, or is a pandas Series indexed otherwise than ``values``; ``threads`` is
+        outside [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. All of the above are raised before
+        anything is charged or drawn.
+
+    Examples
+    --------
+    The quartiles of 1,000 ages (true 37, 56 and 72.25; ``rng=1``: reproducible, for tests
+    only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> ages = np.random.default_rng(0).integers(18, 90, size=1000)   # made-up data
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> q = dp.quantiles(ages, [0.25, 0.5, 0.75], bounds=(0, 100), epsilon=1.0,
+    ...                  accountant=acct, rng=1)
+    >>> print(np.round(q, 2))
+    [36.69 55.38 72.35]
+    >>> acct.spent
+    (1.0, 0.0)
     """
     return _quantiles("quantiles", values, q, bounds, epsilon, privacy_unit, max_rows, method,
                       accountant, rng, threads)
@@ -776,7 +1038,57 @@ def median(values: object, *, bounds: object, epsilon: object, privacy_unit: obj
            max_rows: object = 1, accountant: AccountantLike | None = None,
            rng: RngLike = None, threads: int | None = None) -> float:
     """The differentially private median: :func:`quantiles` at 0.5 (one draw, sensitivity
-    ``max_rows / 2`` of the rank utility)."""
+    ``max_rows / 2`` of the rank utility).
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional real values (NaN or infinity refused).
+    bounds : (float, float)
+        Public clamping bounds (low < high); bounds from the data are refused.
+    epsilon : float
+        The whole budget (pure DP), > 0.
+    privacy_unit, max_rows
+        As for :func:`sum`.
+    accountant, rng, threads
+        As for every release (an int seed for ``rng`` is for tests and research only).
+
+    Returns
+    -------
+    float
+        The noisy median: a point of the grid ``low + k g`` over the bounds.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not numeric data (booleans, strings, objects, dates, a masked
+        array); ``bounds`` is not a pair or holds a non-real; ``epsilon`` is not a real
+        number (None included); ``max_rows`` is not an int; ``privacy_unit`` holds values of
+        mixed types; ``accountant`` is not an accountant; ``rng`` is not one of the accepted
+        kinds; or ``threads`` is not an int.
+    ValueError
+        If ``values`` is not one-dimensional or holds a NaN or infinity (the message gives
+        its position, never a value); ``bounds`` is None or a string (bounds from the data),
+        has low >= high, or is too wide (beyond 2**960) or too narrow; ``epsilon`` is NaN,
+        infinite or <= 0; ``max_rows`` is outside [1, 2**31 - 1], or not 1 without
+        ``privacy_unit``; ``privacy_unit`` has not one id per row, holds a null, or is a
+        pandas Series indexed otherwise than ``values``; ``threads`` is outside [1, 1024];
+        or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford ``epsilon``. All of the above are raised before
+        anything is charged or drawn.
+
+    Examples
+    --------
+    The median of 1,000 ages (true median 56; ``rng=1``: reproducible, for tests only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
+    >>> ages = np.random.default_rng(0).integers(18, 90, size=1000)   # made-up data
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> round(dp.median(ages, bounds=(0, 100), epsilon=1.0, accountant=acct, rng=1), 2)
+    55.38
+    """
     return float(_quantiles("median", values, 0.5, bounds, epsilon, privacy_unit, max_rows,
                             "recursive", accountant, rng, threads))
 
