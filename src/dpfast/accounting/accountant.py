@@ -12,18 +12,16 @@ import contextvars
 import math
 import numbers
 import os
-import weakref
 from typing import TYPE_CHECKING
 
 from .. import validation as _v
-from ..ledger import LedgerFile
-from .amounts import advanced_epsilon, as_float, exact, float_up, log_inv_up, loss_term, sub
-from .books import Books, in_memory
-from .composition import ParallelBlock, zcdp_budget
+from .amounts import as_float, exact, float_up, log_inv_up, sub
+from .books import Books
+from .composition import ParallelBlock, advanced_bound, zcdp_budget
 from .errors import check_label, shown
 from .leases import Lease, lease_slice
-from .ledgered import budget_header, ledger_budget, open_ledger, read_ledger, redeem
-from .readings import Budget, LedgerEntry
+from .ledgered import budget_header, ledger_budget, open_ledger, redeem
+from .readings import Budget, LedgerEntry, entries
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -180,22 +178,6 @@ class Accountant(Books):
         if ledger is not None:
             self._attach(open_ledger(ledger, budget_header(self), shared_ledger))
 
-    def _attach(self, file: LedgerFile) -> None:
-        """Back this accountant by a ledger file and take in what it records."""
-        self._ledger_file = file
-        self._tally.shared = True                   # a forked child shares the file
-        self._simple = False
-        in_memory.discard(self)
-        # Descriptors are closed when the accountant is collected (the finaliser holds the
-        # file, not the accountant).
-        self._finalizer = weakref.finalize(self, file.close)
-        with self._tally:
-            file.lock()
-            try:
-                read_ledger(self)
-            finally:
-                file.unlock()
-
     def close(self) -> None:
         """Close this process's open leases (each gives back its unspent rest, see
         :meth:`lease`), then the ledger file's descriptors (nothing more to do without a
@@ -348,10 +330,7 @@ class Accountant(Books):
         (of every process, with a ledger file)."""
         with self._synced():
             records = list(self._tally.records)
-        return [LedgerEntry(None if r[0] is None else float(r[0]), float(r[1]), r[2], r[3],
-                            (as_float(r[4][0]), as_float(r[4][1])),
-                            r[6] if len(r) > 6 else None)
-                for r in records]
+        return entries(records)
 
     def __len__(self) -> int:
         with self._synced():
@@ -418,15 +397,7 @@ class Accountant(Books):
         with self._synced():
             units = self._units()
             basic_delta = self._tally.spent[1]
-        sum_sq, loss, n_inf = 0, 0, 0
-        for e, _ in units:
-            sum_sq += e * e
-            term = loss_term(e)
-            if term is None:
-                n_inf += 1
-            else:
-                loss += term
-        eps = advanced_epsilon(sum_sq, loss, n_inf, log_inv)
+        eps = advanced_bound(units, log_inv)
         return float_up(eps), as_float(basic_delta + exact(dp_))
 
     # -- blocks ----------------------------------------------------------------------

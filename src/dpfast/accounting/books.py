@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from .. import _native
 from ..ledger import CHARGE, RETURN, LedgerFile, amount_text, charge_details
+from ..zcdp import epsilon_from_rho
 from .amounts import (ZERO, add, advanced_epsilon, amount, as_float, ceil_amount, delta_cache,
                       eps_cache, exact, float_down, float_up, log_inv_up, rho_amount,
                       rho_of_epsilon, sub)
 from .composition import advanced_sums, apply_plan, plan
 from .errors import BudgetExceededError
-from .ledgered import Synced, append_durably, damage_error
-from ..zcdp import epsilon_from_rho
+from .ledgered import Synced, append_durably, damage_error, read_ledger
 
 if TYPE_CHECKING:
     from .amounts import Amount, Cost
@@ -85,6 +85,22 @@ class Books:
         # one compiled step.
         self._simple: bool = self._k == 1 and self._delta_prime is None and not self._zcdp
         in_memory.add(self)
+
+    def _attach(self, file: LedgerFile) -> None:
+        """Back this accountant by a ledger file and take in what it records."""
+        self._ledger_file = file
+        self._tally.shared = True                   # a forked child shares the file
+        self._simple = False
+        in_memory.discard(self)
+        # Descriptors are closed when the accountant is collected (the finaliser holds the
+        # file, not the accountant).
+        self._finalizer = weakref.finalize(self, file.close)
+        with self._tally:
+            file.lock()
+            try:
+                read_ledger(self)
+            finally:
+                file.unlock()
 
     def _synced(self) -> "Synced":
         """``with self._synced():`` holds the lock, and with a ledger file, the file's lock

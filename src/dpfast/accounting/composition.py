@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING
 
 from .. import validation as _v
 from ..zcdp import rho_from_epsilon_delta
-from .amounts import ZERO, as_float, exp_up, loss_term, sub
+from .amounts import ZERO, advanced_epsilon, as_float, exp_up, loss_term, sub
 from .errors import check_label
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
 
     from .accountant import Accountant
-    from .amounts import Cost
+    from .amounts import Amount, Cost
 
     # plan's result: (updates, root, old, new, increase).
     Plan: TypeAlias = "tuple[list[tuple[Node, Cost]], Node | None, Cost, Cost, Cost]"
 
 __all__ = ["Node", "ParallelBlock", "Partition", "PARALLEL", "PARTITION", "group_cost", "plan",
-           "apply_plan", "advanced_sums", "zcdp_budget"]
+           "apply_plan", "advanced_bound", "advanced_sums", "zcdp_budget"]
 
 
 PARALLEL, PARTITION = "parallel", "partition"
@@ -220,6 +220,21 @@ def apply_plan(updates: list[tuple[Node, Cost]], root: Node | None, new: Cost) -
         block._cost = cost
     if root is not None:
         root._charged = new
+
+
+def advanced_bound(units: list[Cost], log_inv: float) -> Amount:
+    """The advanced composition epsilon of the outermost charges ``units`` (exact epsilons),
+    for ``log_inv`` an upper bound on ln(1/delta'): rounded up, infinite when a loss term
+    overflows (:func:`.amounts.advanced_epsilon`)."""
+    sum_sq, loss, n_inf = 0, 0, 0
+    for e, _ in units:
+        sum_sq += e * e
+        term = loss_term(e)
+        if term is None:
+            n_inf += 1
+        else:
+            loss += term
+    return advanced_epsilon(sum_sq, loss, n_inf, log_inv)
 
 
 def advanced_sums(sums: tuple[int, int, int], old: Cost, new: Cost) -> tuple[int, int, int]:

@@ -23,7 +23,7 @@ from .amounts import (CACHE_MAX, ZERO, add, amount, as_float, delta_cache, eps_c
 from .composition import group_cost
 from .errors import BudgetExceededError, shown
 from .ledgered import append_durably
-from .readings import Budget, LedgerEntry
+from .readings import Budget, LedgerEntry, entries
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -294,10 +294,7 @@ class Lease:
         ledger records the reservation and the return)."""
         with self._tally:
             records = list(self._tally.records)
-        return [LedgerEntry(None if r[0] is None else float(r[0]), float(r[1]), r[2], (),
-                            (as_float(r[4][0]), as_float(r[4][1])),
-                            r[6] if len(r) > 6 else None)
-                for r in records]
+        return entries(records)             # a lease's spends are made on it: path ()
 
     def __len__(self) -> int:
         with self._tally:

@@ -2,9 +2,11 @@
 and one spend as recorded (:class:`LedgerEntry`)."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["Budget", "LedgerEntry"]
+from .amounts import as_float
+
+__all__ = ["Budget", "LedgerEntry", "entries"]
 
 
 class Budget(tuple):  # type: ignore[type-arg]
@@ -105,3 +107,11 @@ class LedgerEntry(_LedgerFields):
     def __reduce__(self) -> "tuple[type[LedgerEntry], tuple[object, ...]]":
         return (LedgerEntry, (*self, self.block, self.charged, self.rho))
 
+
+def entries(records: list[Any]) -> list[LedgerEntry]:
+    """The entries of an accountant's (or a lease's) raw records, (epsilon, delta, label,
+    path, exact charge, unit[, rho, ...]) each."""
+    return [LedgerEntry(None if r[0] is None else float(r[0]), float(r[1]), r[2], r[3],
+                        (as_float(r[4][0]), as_float(r[4][1])),
+                        r[6] if len(r) > 6 else None)
+            for r in records]
