@@ -48,7 +48,7 @@ def main() -> int:
     wide = linear.wide_table(epsilon=args.epsilons[0], peer=args.mbi,
                              peer_timeout=args.wide_peer_timeout or args.peer_timeout)
     keep(wide, "wide")
-    print("\n".join(linear._graphical_markdown(graphical) + linear._wide_markdown(wide)))
+    print("\n".join(linear.graphical_markdown(graphical) + linear.wide_markdown(wide)))
     return 0
 
 

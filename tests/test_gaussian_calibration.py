@@ -232,9 +232,9 @@ def test_unit_changes_false_covers_a_cell_changing_by_two():
 def test_cached_and_fast_to_repeat():
     from dpfast import zcdp
     gaussian_sigma_for(math.sqrt(6), 0.7, 1e-7, integer=True)
-    hits = zcdp._gaussian_sigma_for.cache_info().hits
+    hits = zcdp.calibration.gaussian_sigma_for_checked.cache_info().hits
     again = gaussian_sigma_for(math.sqrt(6), 0.7, 1e-7, integer=True)
-    assert zcdp._gaussian_sigma_for.cache_info().hits == hits + 1
+    assert zcdp.calibration.gaussian_sigma_for_checked.cache_info().hits == hits + 1
     assert again == gaussian_sigma_for(math.sqrt(6), 0.7, 1e-7, integer=True)
 
 

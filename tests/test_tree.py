@@ -51,8 +51,8 @@ def test_identity_when_the_tree_does_not_help():
 def test_error_over_all_ranges_against_independent_laplace(n, floor):
     # Exact mean variances at the same epsilon (1): identity cells get scale 1/eps.
     b, h = tr.tree_shape(n)
-    tree = tr.mean_range_variance(n, b, h, tr._noise_variance(True, float(h)))
-    indep = tr.mean_range_variance(n, n, 1, tr._noise_variance(True, 1.0))
+    tree = tr.mean_range_variance(n, b, h, tr.noise_variance(True, float(h)))
+    indep = tr.mean_range_variance(n, n, 1, tr.noise_variance(True, 1.0))
     assert (indep / tree) ** 0.5 >= floor
     # The b = 32 tree of the note: 2.04 times lower RMSE at n = 1024.
     if n == 1024:

@@ -148,9 +148,6 @@ def noise_variance(integer: bool, scale: float) -> float:
     return Laplace(scale, integer).variance
 
 
-# The name the tests of this module knew it by.
-_noise_variance = noise_variance
-
 
 def _sum_groups(a: NDArray[np.float64], b: int,
                 out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:

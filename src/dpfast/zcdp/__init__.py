@@ -49,9 +49,6 @@ from .conversions import (delta_from_rho, epsilon_from_rho, rho_from_epsilon,
                           rho_from_epsilon_delta, rho_gaussian)
 from .discrete import discrete_gaussian_delta
 
-# The cached computation of gaussian_sigma_for, by the name its tests read the cache by.
-from .calibration import gaussian_sigma_for_checked as _gaussian_sigma_for
-
 __all__ = ["rho_from_epsilon", "rho_gaussian", "epsilon_from_rho", "delta_from_rho",
            "rho_from_epsilon_delta", "discrete_gaussian_delta", "gaussian_sigma",
            "gaussian_sigma_for"]

@@ -28,10 +28,6 @@ from .models import GRAPHICAL, graphical_tables, wide_table
 from .ranges import all_range_mse, hierarchy_speed, ranges, tree_speed
 from .report import graphical_markdown, run, to_markdown, wide_markdown
 
-# The names bench/graphical_models.py prints the tables by.
-_graphical_markdown = graphical_markdown
-_wide_markdown = wide_markdown
-
 __all__ = ["all_range_mse", "ranges", "tree_speed", "hierarchy_speed", "run", "to_markdown",
            "SMARTNOISE", "PEER_TIMEOUT", "smartnoise", "marginal_tables", "GRAPHICAL",
            "graphical_tables", "wide_table", "graphical_markdown", "wide_markdown"]
