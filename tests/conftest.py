@@ -1,10 +1,13 @@
 """Shared test set-up: the ``impl`` fixture (each instruction set this CPU runs), and the
-strict type check, started in the background as the session starts (it takes seconds and
-needs no CPU the tests are waiting for); tests/test_typing.py collects its result.
+checks that run whole programs (the strict type check, the documentation site's build, and
+the sdist and wheel installed in a fresh venv), started in the background as the session
+starts (each takes seconds of a core the tests are not waiting for); the tests that report
+them (tests/test_typing.py, tests/test_docs_site.py, tests/test_packaging.py) collect their
+results with :func:`background_result`.
 
-With pytest-xdist (``-n auto``, as the README runs the tests), the check is started once, by
-the controlling process, and writes its output and exit code to files that the worker which
-runs tests/test_typing.py reads."""
+With pytest-xdist (``-n auto``, as the README runs the tests), the checks are started once,
+by the controlling process; each writes its output and exit code to files in a directory
+named by an environment variable that the workers inherit."""
 import importlib.util
 import os
 import pathlib
@@ -13,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -20,34 +24,66 @@ from dpfast import _native
 from simd import IMPLS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-MYPY_DIR = "DPFAST_TEST_MYPY_DIR"
-# Runs mypy and then writes its exit code, so that a reader knows the output is complete.
+BACKGROUND_DIR = "DPFAST_TEST_BACKGROUND_DIR"
+# Runs a command and then writes its exit code, so that a reader knows the output is complete.
 RUNNER = ("import pathlib, subprocess, sys; d = pathlib.Path(sys.argv[1]); "
-          "r = subprocess.run([sys.executable, '-m', 'mypy', '--no-error-summary'], "
-          "stdout=(d / 'out').open('w'), stderr=subprocess.STDOUT); "
+          "r = subprocess.run(sys.argv[2:], stdout=(d / 'out').open('w'), "
+          "stderr=subprocess.STDOUT); "
           "(d / 'code.tmp').write_text(str(r.returncode)); (d / 'code.tmp').rename(d / 'code')")
 
 
+def background_checks() -> dict[str, list[str]]:
+    """The programs to start, by name; a check whose tool is not installed is left out (its
+    test then skips, saying so)."""
+    checks = {}
+    if importlib.util.find_spec("mypy") is not None:
+        checks["mypy"] = [sys.executable, "-m", "mypy", "--no-error-summary"]
+    if importlib.util.find_spec("sphinx") is not None:
+        checks["sphinx"] = [sys.executable, str(ROOT / "tests" / "docs_build.py")]
+    if importlib.util.find_spec("build") is not None:
+        checks["wheel"] = [sys.executable, str(ROOT / "tests" / "packaging_check.py")]
+    return checks
+
+
 def pytest_configure(config):
-    config.dpfast_mypy = config.dpfast_mypy_dir = None
+    config.dpfast_background = []
+    config.dpfast_background_dir = None
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        return                                   # the controller started it
-    if importlib.util.find_spec("mypy") is None or not (ROOT / "src" / "dpfast").is_dir():
-        os.environ.pop(MYPY_DIR, None)
+        return                                   # the controller started them
+    if not (ROOT / "src" / "dpfast").is_dir():
+        os.environ.pop(BACKGROUND_DIR, None)     # an installed copy: no source tree to check
         return
-    where = tempfile.mkdtemp(prefix="dpfast-mypy-")
-    os.environ[MYPY_DIR] = config.dpfast_mypy_dir = where   # inherited by xdist workers
-    config.dpfast_mypy = subprocess.Popen([sys.executable, "-c", RUNNER, where], cwd=ROOT,
-                                          start_new_session=True)
+    where = tempfile.mkdtemp(prefix="dpfast-checks-")
+    os.environ[BACKGROUND_DIR] = config.dpfast_background_dir = where   # inherited by workers
+    for name, argv in background_checks().items():
+        os.mkdir(os.path.join(where, name))
+        config.dpfast_background.append(subprocess.Popen(
+            [sys.executable, "-c", RUNNER, os.path.join(where, name), *argv], cwd=ROOT,
+            start_new_session=True))
 
 
 def pytest_unconfigure(config):
-    proc = getattr(config, "dpfast_mypy", None)
-    if proc is not None and proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)      # the runner and mypy under it
-        proc.wait()
-    if getattr(config, "dpfast_mypy_dir", None):
-        shutil.rmtree(config.dpfast_mypy_dir, ignore_errors=True)
+    for proc in getattr(config, "dpfast_background", []):
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the runner and the program under it
+            proc.wait()
+    if getattr(config, "dpfast_background_dir", None):
+        shutil.rmtree(config.dpfast_background_dir, ignore_errors=True)
+
+
+def background_result(name: str, timeout: float = 900) -> tuple[int, str]:
+    """Wait for the background check ``name``; its exit code and output. Skips where the
+    check was not started (its tool is not installed, or there is no source tree)."""
+    where = os.environ.get(BACKGROUND_DIR)
+    if where is None or not os.path.isdir(os.path.join(where, name)):
+        pytest.skip(f"the {name} check was not started (its tool is not installed, or the "
+                    "source tree is not here)")
+    code = pathlib.Path(where, name, "code")
+    deadline = time.monotonic() + timeout
+    while not code.exists():
+        assert time.monotonic() < deadline, f"the {name} check did not finish in {timeout} s"
+        time.sleep(0.2)
+    return int(code.read_text()), pathlib.Path(where, name, "out").read_text()
 
 
 @pytest.fixture(params=IMPLS)

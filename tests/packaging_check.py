@@ -1,0 +1,45 @@
+"""The release artefacts work on a machine that has never seen the source tree: build the
+sdist and, from it, the wheel (``python -m build``), install the wheel into a fresh venv and
+run the README's smoke test there (``dpfast demo``, ``dpfast --version``). Run in the
+background by the test session (conftest.py); tests/test_packaging.py reads the result.
+
+The build runs without build isolation: the test extras install its requirements (setuptools,
+Cython, numpy), so the check needs no network for the build itself; the fresh venv takes
+numpy from pip's usual index, as a user's would."""
+import os
+import pathlib
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run(*argv: str, **kw: object) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, **kw)
+    if done.returncode:
+        print(f"FAILED ({done.returncode}): {' '.join(argv)}\n{done.stdout[-3000:]}\n"
+              f"{done.stderr[-3000:]}")
+        sys.exit(1)
+    return done.stdout
+
+
+with tempfile.TemporaryDirectory(prefix="dpfast-wheel-") as tmp:
+    dist, venv = pathlib.Path(tmp, "dist"), pathlib.Path(tmp, "venv")
+    run(sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT))
+    (sdist,) = dist.glob("dpfast-*.tar.gz")
+    (wheel,) = dist.glob("dpfast-*.whl")
+    with tarfile.open(sdist) as t:
+        print("sdist:", " ".join(sorted(n.split("/", 1)[1] for n in t.getnames() if "/" in n)))
+    with zipfile.ZipFile(wheel) as z:
+        print("wheel:", " ".join(sorted(z.namelist())))
+    run(sys.executable, "-m", "venv", str(venv))
+    run(str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel))
+    print("version:", run(str(venv / "bin" / "dpfast"), "--version", cwd=tmp).strip())
+    print("imported from:", run(str(venv / "bin" / "python"), "-c",
+                                "import dpfast; print(dpfast.__file__)", cwd=tmp).strip())
+    print("demo:")
+    print(run(str(venv / "bin" / "dpfast"), "demo", cwd=tmp))
