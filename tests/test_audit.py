@@ -119,9 +119,3 @@ def test_bad_arguments(kwargs, exc, name):
 def test_unknown_case():
     with pytest.raises(ValueError, match="'name'"):
         auditing.run_case("svt_fine")
-
-
-def test_docstring_examples():
-    import doctest
-    result = doctest.testmod(auditing)
-    assert result.failed == 0 and result.attempted > 0

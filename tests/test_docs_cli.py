@@ -2,6 +2,7 @@
 import doctest
 import importlib
 import inspect
+import pkgutil
 import re
 import subprocess
 import sys
@@ -14,12 +15,17 @@ import dpfast as dp
 from dpfast import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["dpfast._native", "dpfast.accounting", "dpfast.samplers", "dpfast.rng",
-           "dpfast.mechanisms.laplace", "dpfast.mechanisms.gaussian",
-           "dpfast.mechanisms.selection", "dpfast.mechanisms.randomized_response",
-           "dpfast.releases.histograms", "dpfast.releases.postprocess", "dpfast.datasets",
-           "dpfast.linear.tree", "dpfast.linear.hierarchy", "dpfast.linear.contingency",
-           "dpfast.linear.multiplicative_weights", "dpfast.linear.small_database"]
+# Every module of the package: its docstrings' examples (methods' included) run.
+MODULES = sorted(m.name for m in pkgutil.walk_packages(dp.__path__, "dpfast.")
+                 if not m.name.endswith("__main__"))
+# Modules whose examples are the documentation of a public API (an example must be there).
+DOCUMENTED = ["dpfast._native", "dpfast.accounting.accountant", "dpfast.accounting.leases",
+              "dpfast.samplers", "dpfast.rng", "dpfast.auditing",
+              "dpfast.mechanisms.laplace", "dpfast.mechanisms.gaussian",
+              "dpfast.mechanisms.selection", "dpfast.mechanisms.randomized_response",
+              "dpfast.releases.histograms", "dpfast.releases.postprocess", "dpfast.datasets",
+              "dpfast.linear.tree", "dpfast.linear.hierarchy", "dpfast.linear.contingency",
+              "dpfast.linear.multiplicative_weights", "dpfast.linear.small_database"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -27,7 +33,7 @@ def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
-    assert result.attempted > 0, f"{name} has no examples"
+    assert result.attempted > 0 or name not in DOCUMENTED, f"{name} has no examples"
 
 
 def test_every_public_function_has_a_numpydoc_docstring():
