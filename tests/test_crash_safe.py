@@ -4,7 +4,7 @@ beside the file marks it incomplete; a rerun with other arguments is refused bef
 is charged.
 
 The kill test runs on DPFAST_KILL_CELLS cells (default 10^7, about half a second per run here;
-the acceptance run uses 2*10^8 and repeats the test, see the README).
+an acceptance run sets it to 2*10^8 and repeats the test).
 """
 import os
 import random

@@ -173,10 +173,7 @@ def test_readme_zcdp_example_runs(capsys):
 
 
 def test_readme_selection_example_runs():
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    namespace = {"np": np, "dp": dp}
-    exec(compile(blocks[2], "README.md", "exec"), namespace)
+    namespace = run_readme_block("dp.report_noisy_max(")
     assert namespace["best"] in range(4) and namespace["pick"] in range(4)
     assert namespace["name"] in ("football", "basketball", "hockey", "curling")
     assert len(set(namespace["top2"].tolist())) == 2
@@ -185,10 +182,7 @@ def test_readme_selection_example_runs():
 
 
 def test_readme_gaussian_example_runs(capsys):
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    namespace = {"np": np, "dp": dp}
-    exec(compile(blocks[3], "README.md", "exec"), namespace)
+    namespace = run_readme_block("dp.gaussian_sigma(")
     assert capsys.readouterr().out.strip() == "(1.5, 1e-06)"
     assert 0.0 <= namespace["variance"]
     assert namespace["released"].dtype == np.float64
@@ -197,7 +191,8 @@ def test_readme_gaussian_example_runs(capsys):
 def test_readme_performance_table_shows_every_mechanism():
     from dpfast.benchmarks import suite as bench
     text = (ROOT / "README.md").read_text()
-    table = text[text.index("**1. Throughput against numpy**"):text.index("**2. Small calls**")]
+    start = text.index("**1. Throughput against numpy**")
+    table = text[start:text.index("\n## ", start)]
     names = {c.name for c in bench.cases(1000, [1], None) if c.impl == "dpfast"}
     missing = [n for n in names if f"| {n} |" not in table]
     assert not missing, missing
@@ -242,3 +237,14 @@ def test_readme_graphical_example_runs():
     assert len(rel) == 6 and rel.model.marginal((0, 1, 2)).shape == (16, 7, 6)
     assert list(fake.columns) == ["education", "marital-status", "relationship", "sex"]
     assert abs(len(fake) - 32561) < 2000
+
+
+def test_readme_records_example_runs(capsys):
+    pd = pytest.importorskip("pandas")
+    namespace = run_readme_block("dp.group_by(")
+    table, acct = namespace["table"], namespace["acct"]
+    assert isinstance(table, pd.DataFrame)
+    assert set(table.index) <= {"sales", "ops", "research"}
+    assert list(table.columns) == ["n", "total", "avg", "med"]
+    assert "measurement" in capsys.readouterr().out          # the plan: printed, not spent
+    assert acct.spent.epsilon == pytest.approx(2.0)

@@ -1,5 +1,6 @@
-"""The README's Spark recipe: cell-addressed noise inside mapInPandas on a Spark DataFrame of
-(cell, count) rows, in shuffled partitions, equals dpfast.noisy_counts with the same seed.
+"""The Spark recipe of docs/guides/scale-out.md: cell-addressed noise inside mapInPandas on a
+Spark DataFrame of (cell, count) rows, in shuffled partitions, equals dpfast.noisy_counts with
+the same seed.
 Runs where pyspark and a Java runtime are present; skipped, with the reason, elsewhere."""
 import shutil
 import sys
@@ -43,9 +44,9 @@ def test_spark_recipe_equals_noisy_counts(monkeypatch):
         spark.stop()
 
 
-# The README's recipe for a group-by: an engine (dpfast.pieces.Engine) over a Spark
-# DataFrame, whose partitions are the pieces.
-# noqa: E306,E731 -- the class below is the README's recipe, as written there.
+# The recipe for a group-by (docs/guides/scale-out.md): an engine (dpfast.pieces.Engine) over a
+# Spark DataFrame, whose partitions are the pieces.
+# noqa: E306,E731 -- the class below is the guide's recipe, as written there.
 class SparkPieces:                                       # a dpfast.pieces.Engine
     def __init__(self, df):
         self.df, self.meta = df, df.limit(0).toPandas()
