@@ -34,6 +34,14 @@ class Accountant(Books):
 
     A privacy budget and the record of what has been spent from it.
 
+    An (epsilon, delta) accountant reports its budget as :attr:`epsilon` and :attr:`delta`,
+    and what was spent and what remains as (epsilon, delta) pairs (:attr:`spent`,
+    :attr:`remaining`). A zCDP accountant, ``Accountant(rho=...)``, reports its budget in
+    :attr:`rho` and what was spent and remains in ``spent.rho`` and ``remaining.rho``: its
+    (epsilon, delta) readings are epsilon at :attr:`delta`, so with a pure rho budget (no
+    ``delta`` given) ``remaining`` reads ``(inf, 0.0)``, and ``spent`` too once anything has
+    been spent (rho bounds no finite epsilon at delta 0).
+
     Parameters
     ----------
     epsilon : float, optional
@@ -79,6 +87,30 @@ class Accountant(Books):
         rewrite the history, raise the budget or remove charges undetected; use it only
         for users you trust with the whole budget.
 
+    Raises
+    ------
+    TypeError
+        ``epsilon``, ``delta``, ``rho`` or ``delta_prime`` is not a real number,
+        ``group_size`` not an int, ``composition`` not a str, ``ledger`` not a path, or
+        ``shared_ledger`` not a bool.
+    ValueError
+        ``epsilon`` is 0, negative or NaN, ``delta`` is outside [0, 1], ``rho`` is not
+        > 0; both an epsilon and a rho budget are given, or ``rho`` with
+        ``composition="advanced"`` or with ``delta`` >= 1; ``composition="zcdp"`` with a
+        finite epsilon and ``delta`` outside (0, 1); ``group_size`` < 1; an unknown
+        ``composition``; ``delta_prime`` missing with ``composition="advanced"``, given
+        without it, outside (0, 1) or above ``delta``; ``shared_ledger=True`` without a
+        ``ledger``.
+    LedgerError
+        ``ledger`` is not a dpfast ledger (or one of the first format), holds another
+        budget, or could have been written by someone else (see :mod:`dpfast.ledger`).
+    LedgerDamagedError
+        The ledger's budget record fails its checks, the file is empty, or the ledger was
+        deleted while its key file remains.
+    OSError
+        The ledger cannot be created or opened (``FileNotFoundError`` for a directory that
+        does not exist).
+
     Notes
     -----
     Thread-safe: checking and recording a spend is one atomic step, so concurrent spends
@@ -122,6 +154,20 @@ class Accountant(Books):
     >>> acct.spend(1.0)
     >>> tuple(acct.spent)
     (3.0, 0.0)
+
+    A rho-zCDP budget is read in rho; with no ``delta`` to read epsilon at, its (epsilon,
+    delta) readings are unbounded:
+
+    >>> acct = dp.Accountant(rho=0.5)
+    >>> acct.spend(rho=0.125)
+    >>> acct.rho, acct.spent.rho, acct.remaining.rho
+    (0.5, 0.125, 0.375)
+    >>> tuple(acct.spent), tuple(acct.remaining)
+    ((inf, 0.0), (inf, 0.0))
+    >>> acct = dp.Accountant(rho=0.5, delta=1e-6)      # epsilon read at delta = 1e-6
+    >>> acct.spend(rho=0.125)
+    >>> round(acct.spent.epsilon, 3), round(acct.epsilon, 3)
+    (2.419, 5.222)
     """
     def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,
                  rho: float | None = None,

@@ -43,8 +43,32 @@ if hasattr(os, "register_at_fork"):
 def default_accountant() -> Accountant:
     """The accountant that mechanisms charge when called with ``accountant=None``.
 
-    Inside ``with acct:`` that is ``acct``; otherwise a process-wide accountant with an
-    unlimited budget that records every spend (a forked child starts with its own).
+    Inside ``with acct:`` that is ``acct`` (the innermost such block of this thread or
+    asyncio task); otherwise a process-wide accountant with an unlimited budget that records
+    every spend (a forked child starts with its own).
+
+    Returns
+    -------
+    Accountant
+        The accountant a release called with ``accountant=None`` would charge here.
+
+    Raises
+    ------
+    None
+        It only reads which accountant is current, and never raises.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> with acct:
+    ...     print(dp.default_accountant() is acct)
+    ...     noisy = dp.laplace_mechanism(10.0, sensitivity=1.0, epsilon=0.25)
+    True
+    >>> tuple(acct.spent)
+    (0.25, 0.0)
+    >>> dp.default_accountant() is acct, dp.default_accountant().epsilon
+    (False, inf)
     """
     stack = context_stack.get()
     return stack[-1] if stack else _process_default

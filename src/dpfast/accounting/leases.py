@@ -63,6 +63,39 @@ class Lease:
     again), and use in a forked child (``RuntimeError``). After :meth:`close` it refuses
     spends (``RuntimeError``).
 
+    The constructor's parameters are internal: take a lease with :meth:`Accountant.lease
+    <dpfast.Accountant.lease>` (``epsilon=`` and ``delta=``, or ``rho=`` for a zCDP
+    accountant), which checks the slice asked.
+
+    Parameters
+    ----------
+    acct : Accountant
+        The accountant the slice is reserved from.
+    cost : tuple
+        The slice, exact, for one individual, in the accountant's currency.
+    asked : tuple of (float or None, float, float or None)
+        The (epsilon, delta, rho) asked, as the ledger records them.
+    label : str or None
+        A name for the reservation and its return in the ledger.
+
+    Raises
+    ------
+    BudgetExceededError
+        On taking the lease: the slice does not fit in what the accountant has left
+        (:class:`LedgerDamagedError` if its ledger is damaged); nothing was charged. On a
+        spend: the rest of the slice cannot pay; nothing was spent.
+    TypeError, ValueError
+        A spend's or check's epsilon, delta or rho is not a valid privacy parameter, or not
+        in the accountant's currency (as :meth:`Accountant.spend
+        <dpfast.Accountant.spend>`); ``TypeError`` on ``copy.copy``, ``copy.deepcopy`` or
+        pickling.
+    RuntimeError
+        A spend after :meth:`close`, or any use in a forked child (taking a lease there from
+        an accountant without a ledger, too).
+    LedgerError
+        The reservation or the return could not be written to the accountant's ledger
+        (nothing reserved; a return not written leaves the whole slice spent).
+
     Examples
     --------
     >>> import dpfast as dp
@@ -76,6 +109,15 @@ class Lease:
     >>> lease.close()
     >>> tuple(acct.spent)
     (0.1, 0.0)
+
+    A slice cannot pay more than it holds:
+
+    >>> with acct.lease(epsilon=0.2) as lease:
+    ...     lease.spend(0.15)
+    ...     lease.check(0.1)
+    False
+    >>> round(acct.spent.epsilon, 2)
+    0.25
     """
 
     def __init__(self, acct: Accountant, cost: "Cost",

@@ -42,7 +42,32 @@ KEY_SUFFIX = ".dpfast-key"
 
 class LedgerError(ValueError):
     """A ledger file that cannot be used: not a dpfast ledger, one for another budget, one
-    someone else could have written, or a write that failed (nothing was charged)."""
+    someone else could have written, or a write that failed (nothing was charged).
+
+    Raised by :class:`dpfast.Accountant` (``ledger=``) and
+    :meth:`dpfast.Accountant.from_ledger` on opening such a file, by a spend whose charge
+    could not be written (cut back: nothing charged), and by an accountant used after
+    :meth:`~dpfast.Accountant.close`. A damaged ledger raises its subclass
+    :class:`dpfast.accounting.LedgerDamagedError`. A subclass of ``ValueError``.
+
+    Examples
+    --------
+    A ledger made for one budget, opened with another:
+
+    >>> import os, tempfile
+    >>> import dpfast as dp
+    >>> path = os.path.join(tempfile.mkdtemp(), "budget.ledger")
+    >>> dp.Accountant(epsilon=1.0, ledger=path).close()
+    >>> try:
+    ...     dp.Accountant(epsilon=2.0, ledger=path)
+    ... except dp.LedgerError as exc:
+    ...     print("holds another budget" in str(exc))
+    True
+    >>> acct = dp.Accountant.from_ledger(path)      # the budget the file holds
+    >>> acct.epsilon
+    1.0
+    >>> acct.close()
+    """
 
     # Shown in tracebacks and pickled under the name users import it by.
     __module__ = "dpfast.ledger"
