@@ -21,9 +21,10 @@ space ``E_k`` of vectors constant on level-k blocks and summing to zero on level
 blocks, ``M`` is ``lambda_k = sum_{l <= k} w_l s_l``. So the variance of a query ``q`` is
 ``sum_k (T_k - T_{k+1}) / lambda_k`` with ``T_k = sum over level-k blocks B of
 (q . 1_B)^2 / s_k``: ``O(height)`` per range (``range_variance``), and in closed form
-summed over all ranges, which is how the branching factor is chosen (``branching=None``:
-the integer height and branching with the least mean variance over all ranges, after
-Qardaji, Yang & Li 2013; height 1 is the identity, chosen when it is best). The node
+summed over all ranges (:mod:`dpfast.linear.tree_variance`), which is how the branching
+factor is chosen (``branching=None``: the integer height and branching with the least mean
+variance over all ranges, after Qardaji, Yang & Li 2013; height 1 is the identity, chosen
+when it is best). The node
 variance grows with the height as ``h**2`` under Laplace noise and as ``h`` under Gaussian
 noise (``sigma**2`` is proportional to the l2 sensitivity squared), so the two noises can
 choose different shapes.
@@ -35,7 +36,6 @@ product of its two ranges' 1-D factors.
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,8 @@ from .._release import Release
 from ..accounting import composes_in_zcdp
 from ..noise import Gaussian, Laplace, Measure, measure
 from ..samplers import MAX_DISCRETE_SCALE, MAX_DISCRETE_SIGMA
+from .tree_variance import (level_lambdas, level_weights, mean_range_variance,
+                            noise_variance, tree_shape)
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -54,99 +56,10 @@ if TYPE_CHECKING:
     from ..accounting import AccountantLike
     from ..rng import RngLike
 
-__all__ = ["tree_mechanism", "TreeRelease", "tree_shape", "mean_range_variance"]
+__all__ = ["tree_mechanism", "TreeRelease", "tree_shape", "mean_range_variance",
+           "noise_variance"]
 
 MAX_CELLS = 2**34
-
-
-@functools.lru_cache(maxsize=256)
-def tree_shape(n: int, branching: int | None = None, gaussian: bool = False,
-               ) -> tuple[int, int]:
-    """(branching, height) of the tree over ``n`` cells: ``branching ** height >= n`` cells
-    with ``height`` measured levels (the root, above them, is not measured). Given
-    ``branching``, the least such height; else the pair with the least mean variance over
-    all ranges of ``[0, n)`` (height 1: the identity), the node variance growing as
-    ``height**2`` (Laplace noise, scale ``height / epsilon``) or as ``height`` (``gaussian``:
-    ``sigma**2`` proportional to the l2 sensitivity squared, ``height``)."""
-    if branching is not None:
-        height, size = 1, branching
-        while size < n:
-            height, size = height + 1, size * branching
-        return branching, height
-    if n <= 2:
-        return max(n, 2), 1
-    candidates = set()
-    for h in range(1, max(1, math.ceil(math.log2(n))) + 1):
-        b = max(2, math.ceil(round(n ** (1.0 / h), 9)))
-        while b ** h < n:
-            b += 1
-        while b > 2 and (b - 1) ** h >= n:
-            b -= 1
-        candidates.add((b, h))
-    for b in range(2, 17):
-        candidates.add(tree_shape(n, b))
-    # Noise variance per node grows as height^2 (Laplace: scale height / epsilon) or as
-    # height (Gaussian: sigma^2 = height / (2 rho)).
-    power = 1 if gaussian else 2
-    return min(candidates, key=lambda c: (mean_range_variance(n, c[0], c[1], c[1] ** power),
-                                          c[1], c[0]))
-
-
-def _level_weights(b: int, h: int, node_variance: float) -> list[float]:
-    """w_l (inverse variances) for levels 0..h: the root level h is not measured."""
-    return [1.0 / node_variance] * h + [0.0]
-
-
-def _lambdas(b: int, weights: list[float]) -> list[float]:
-    lam, acc = [], 0.0
-    for level, w in enumerate(weights):
-        acc += w * b ** level
-        lam.append(acc)
-    return lam
-
-
-def _pair_sum(a: int, s: int, n: int) -> int:
-    """Sum over ranges [lo, hi) of [0, n) of |range & [a, a+s)|^2 for a block inside
-    [0, n): the sum over cell pairs (i, j) of the block of (min + 1)(n - max)."""
-    big_a, big_c = a + 1, n - a
-    s_min = (s - 1) * s * (2 * s - 1) // 6
-    s_max = s * s * (s - 1) - s_min
-    s_prod = (s * (s - 1) // 2) ** 2
-    return big_a * big_c * s * s - big_a * s_max + big_c * s_min - s_prod
-
-
-def _level_pair_sum(s: int, n: int) -> int:
-    """_pair_sum summed over the level's blocks of size s (the last one cut at n): exact,
-    in O(1), summing the polynomial in the block index."""
-    f, r = divmod(n, s)
-    s_min = (s - 1) * s * (2 * s - 1) // 6
-    s_max = s * s * (s - 1) - s_min
-    s_prod = (s * (s - 1) // 2) ** 2
-    # Blocks a = j s, j < f: A = j s + 1, C = n - j s.
-    sj = f * (f - 1) // 2
-    sj2 = (f - 1) * f * (2 * f - 1) // 6
-    sum_a = f + s * sj
-    sum_c = n * f - s * sj
-    sum_ac = n * f + (n * s - s) * sj - s * s * sj2
-    total = sum_ac * s * s - sum_a * s_max + sum_c * s_min - f * s_prod
-    return total + (_pair_sum(f * s, r, n) if r else 0)
-
-
-def mean_range_variance(n: int, branching: int, height: int, node_variance: float) -> float:
-    """Mean variance, over all n(n+1)/2 ranges of [0, n), of the consistent tree estimate
-    with this shape and noise variance per measured node (exact)."""
-    lam = _lambdas(branching, _level_weights(branching, height, node_variance))
-    t = [_level_pair_sum(branching ** k, n) / branching ** k for k in range(height + 1)]
-    t.append(0.0)
-    total = sum((t[k] - t[k + 1]) / lam[k] for k in range(height + 1))
-    return float(total / (n * (n + 1) // 2))
-
-
-def noise_variance(integer: bool, scale: float) -> float:
-    """Variance of the noise of this scale per measured node (that of
-    :class:`dpfast.noise.Laplace`)."""
-    return Laplace(scale, integer).variance
-
 
 
 def _sum_groups(a: NDArray[np.float64], b: int,
@@ -165,8 +78,8 @@ class _Tree1D:
     def __init__(self, n: int, branching: int, height: int, node_variance: float):
         self.n, self.b, self.h = n, branching, height
         self.leaves = branching ** height
-        self.weights = _level_weights(branching, height, node_variance)
-        self.lam = _lambdas(branching, self.weights)
+        self.weights = level_weights(branching, height, node_variance)
+        self.lam = level_lambdas(branching, self.weights)
 
     def level_sizes(self) -> list[int]:
         return [self.leaves // self.b ** level for level in range(self.h)]
