@@ -312,6 +312,16 @@ cdef class ChaCha20(BitGenerator):
     counter : int, optional
         The RFC 8439 initial 32-bit block counter (default 0).
 
+    Raises
+    ------
+    ValueError
+        If both ``seed`` and ``key`` are given; if ``key`` is not 32 bytes or ``nonce`` not 12
+        bytes long; if ``counter`` is outside ``[0, 2**32)``; if ``seed`` is a negative int.
+    TypeError
+        If ``seed`` is not None, a non-negative int, a sequence of them or a
+        ``numpy.random.SeedSequence`` (the message names its type, never its value: a seed is
+        a key); if ``key`` or ``nonce`` is not bytes-like; if ``counter`` is not an int.
+
     Notes
     -----
     ``random_raw`` yields the keystream read as little-endian uint64 words, so with
