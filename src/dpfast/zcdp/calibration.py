@@ -143,25 +143,44 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, *,
     sensitivity : float
         l2 sensitivity: a normal float > 0 (at least 2.2e-308).
     epsilon : float
-        > 0; the classic calibration needs epsilon < 1.
+        In (0, 700); the classic calibration needs epsilon < 1.
     delta : float
         In (0, 1).
-    calibration : {"analytic", "classic"}
-        Balle & Wang's exact condition (default), or Dwork & Roth's closed form.
+    calibration : {"analytic", "classic"}, keyword-only
+        Balle & Wang's exact condition (default), or Dwork & Roth's closed form
+        ``sqrt(2 ln(1.25 / delta)) * sensitivity / epsilon``.
 
     Returns
     -------
     float
         ``sensitivity`` times the sigma for sensitivity 1 (rounded up), so exactly linear in
-        the sensitivity; ``ValueError`` if that leaves the range of normal floats.
+        the sensitivity. Nothing is charged: this only computes sigma.
+
+    Raises
+    ------
+    TypeError
+        ``sensitivity``, ``epsilon`` or ``delta`` is not a real number (a bool included).
+    ValueError
+        ``sensitivity`` is not a normal float > 0 (NaN, infinite, 0, negative or below
+        2.2e-308); ``epsilon`` is outside (0, 700) or ``delta`` outside (0, 1) (NaN
+        included); ``calibration`` is neither ``"analytic"`` nor ``"classic"`` (of any
+        type); the classic calibration with ``epsilon`` >= 1; an ``epsilon`` and ``delta``
+        too small together for the analytic calibration to be computed exactly in double
+        precision; or a sigma beyond the range of normal floats.
 
     Examples
     --------
     >>> import dpfast as dp
+    >>> round(dp.gaussian_sigma(1.0, 0.5, 1e-5), 4)                  # analytic
+    7.0318
     >>> round(dp.gaussian_sigma(1.0, 0.5, 1e-5, calibration="classic"), 4)
     9.6896
-    >>> dp.gaussian_sigma(1.0, 0.5, 1e-5) < dp.gaussian_sigma(1.0, 0.5, 1e-5, calibration="classic")
-    True
+    >>> round(dp.gaussian_sigma(3.0, 0.5, 1e-5) / dp.gaussian_sigma(1.0, 0.5, 1e-5), 12)
+    3.0
+    >>> dp.gaussian_sigma(1.0, 2.0, 1e-5, calibration="classic")
+    Traceback (most recent call last):
+    ...
+    ValueError: The classic Gaussian calibration of gaussian_sigma needs epsilon < 1. ...
     """
     return calibrated_sigma(sensitivity, epsilon, delta, calibration, "gaussian_sigma")
 
