@@ -300,12 +300,12 @@ def test_a_table_bounded_in_passes_keeps_the_same_rows(monkeypatch):
     flags as one call (here BOUND_ROWS made small so the test table takes 7 passes)."""
     person, group, _, _ = random_table(16, persons=5_000)
     one = records.bound(Keys(dp.ChaCha20(21)), 2, person, group, 2, 3)
-    monkeypatch.setattr(records, "BOUND_ROWS", person.size // 7 + 1)
+    monkeypatch.setattr(records.bounding, "BOUND_ROWS", person.size // 7 + 1)
     passes = records.bound(Keys(dp.ChaCha20(21)), 2, person, group, 2, 3)
     np.testing.assert_array_equal(passes, one)
     check_flags(passes, person, group, 2, 3)
     ungrouped = records.bound(Keys(dp.ChaCha20(21)), 1, person, None, 1, 4)
-    monkeypatch.setattr(records, "BOUND_ROWS", 1 << 24)
+    monkeypatch.setattr(records.bounding, "BOUND_ROWS", 1 << 24)
     np.testing.assert_array_equal(
         records.bound(Keys(dp.ChaCha20(21)), 1, person, None, 1, 4), ungrouped)
 

@@ -165,8 +165,9 @@ def test_mean_parts_have_their_share_of_epsilon():
     budget split equally), each by a KS test over 2,000 releases."""
     x, person = np.array([1.0, 2.0, 9.0, 12.0, 4.0]), np.array([1, 1, 2, 2, 3])
     acct, gen, eps = dp.Accountant(), dp.ChaCha20(23), 1.0
-    out = np.array([records._moments("mean", x, BOUNDS, person, 2, 1, "laplace", eps, None,
-                                     None, acct, gen, None)[1] for _ in range(2_000)])
+    out = np.array([records.noisy_moments("mean", x, BOUNDS, person, 2, 1, "laplace", eps,
+                                          None, None, acct, gen, None)[1]
+                    for _ in range(2_000)])
     count_noise = out[:, 0] - 5
     sum_noise = out[:, 1] - (np.clip(x, *BOUNDS) - 5.0).sum()
     assert acct.spent == (2_000 * eps, 0.0)
@@ -259,8 +260,8 @@ def test_each_part_moves_at_most_its_sensitivity(bounds, neighbour, max_rows):
 
     def parts(values, unit, seed):
         kw = dict(privacy_unit=unit, max_rows=r)
-        moments = records._moments("variance", values, bounds, unit, r, 2, "laplace", 1.0,
-                                   None, None, acct, seed, None)[1]
+        moments = records.noisy_moments("variance", values, bounds, unit, r, 2, "laplace",
+                                        1.0, None, None, acct, seed, None)[1]
         return np.append(moments, dp.sum(values, bounds=bounds, epsilon=1.0, accountant=acct,
                                           rng=seed, **kw))
 
@@ -281,8 +282,8 @@ def test_a_release_approaches_its_noise_free_value():
     x, person = column(6, 5_000)
     kw = dict(bounds=BOUNDS, epsilon=1e9, privacy_unit=person, max_rows=2,
               accountant=dp.Accountant(), rng=9)
-    kept = records._moments("mean", x, BOUNDS, person, 2, 1, "laplace", 1e9, None, None,
-                            dp.Accountant(), 9, None)[1]
+    kept = records.noisy_moments("mean", x, BOUNDS, person, 2, 1, "laplace", 1e9, None,
+                                 None, dp.Accountant(), 9, None)[1]
     rows = np.bincount(np.unique(person, return_inverse=True)[1])
     assert kept[0] == np.minimum(rows, 2).sum()
     assert dp.mean(x, **kw) == pytest.approx(5.0 + kept[1] / kept[0], abs=1e-6)
