@@ -3,6 +3,7 @@ grouped by task on ``api/index.rst``. Run from the repository root after adding 
 (``python docs/api_pages.py``); tests/test_docs_site.py checks that every name has its page."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import pathlib
 import sys
@@ -47,6 +48,22 @@ SECTIONS: list[tuple[str, list[str]]] = [
 ]
 
 
+# Names a reader meets through the public ones (the objects releases return, helpers the
+# guides use), documented on pages of their own too.
+EXTRA: list[tuple[str, list[str]]] = [
+    ("What releases return", [
+        "dpfast.linear.hierarchy.HierarchyRelease", "dpfast.linear.tree.TreeRelease",
+        "dpfast.linear.contingency.MarginalRelease", "dpfast.linear.graphical.GraphicalModel",
+        "dpfast.linear.multiplicative_weights.MWEMRelease",
+        "dpfast.linear.small_database.SmallDBRelease"]),
+    ("Helpers", ["dpfast.records.accuracy", "dpfast.datasets.load_adult"]),
+]
+
+
+def extra_names() -> list[str]:
+    return [n for _, names in EXTRA for n in names]
+
+
 def public_names() -> list[str]:
     """Every documented name, in full: ``dpfast.X`` and ``dpfast.dask.X``."""
     return ([f"dpfast.{n}" for n in dpfast.__all__]
@@ -55,7 +72,7 @@ def public_names() -> list[str]:
 
 def resolve(full: str) -> object:
     module, _, name = full.rpartition(".")
-    return getattr(sys.modules[module], name)
+    return getattr(importlib.import_module(module), name)
 
 
 def directive(full: str) -> str:
@@ -87,12 +104,16 @@ def index() -> str:
         lines += [heading, "-" * len(heading), "", ".. toctree::", "   :maxdepth: 1", ""]
         lines += [f"   dpfast.{n}" for n in names]
         lines.append("")
+    for heading, names in EXTRA:
+        lines += [heading, "-" * len(heading), "", ".. toctree::", "   :maxdepth: 1", ""]
+        lines += [f"   {n}" for n in names]
+        lines.append("")
     return "\n".join(lines)
 
 
 def main() -> None:
     API.mkdir(exist_ok=True)
-    for full in public_names():
+    for full in public_names() + extra_names():
         (API / f"{full}.rst").write_text(page(full))
     (API / "index.rst").write_text(index())
 
