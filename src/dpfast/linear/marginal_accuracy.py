@@ -272,6 +272,24 @@ def marginal_variance(domain: Mapping[Any, Any] | ArrayLike, *,
     dict
         Table label to per-cell variance.
 
+    Raises
+    ------
+    TypeError
+        ``domain`` is neither a mapping of names to ordered sequences of categories nor a
+        sequence of int sizes (a str, or a float size, for instance); ``k`` is not an int;
+        ``workload`` is neither a :class:`~dpfast.workloads.Marginals` nor a sequence of
+        attribute tuples; ``epsilon``, ``delta`` or ``rho`` is not a real number;
+        ``noise`` is not a str.
+    ValueError
+        A size < 1; ``k`` outside [1, number of attributes], giving more than 65,536
+        tables, or changed from its default with ``workload``; a ``workload`` naming an
+        unknown or repeated attribute, listing a table twice, empty, or a ``Marginals`` over
+        another domain; tables of more than ``2**34`` cells; ``method`` not one of
+        ``"consistent"`` or ``"independent"`` (``"model"``, ``"aim"`` and ``"mst"`` have no
+        stated variance); the privacy keywords missing or not fitting ``noise`` (as for
+        :func:`marginals`), out of range, or giving a noise scale or sigma out of the
+        sampler's range.
+
     Notes
     -----
     ``"independent"``: the variance of discrete Laplace noise of scale ``t = m/epsilon``,
@@ -286,13 +304,26 @@ def marginal_variance(domain: Mapping[Any, Any] | ArrayLike, *,
 
     Examples
     --------
-    >>> from dpfast import marginal_variance
-    >>> v = marginal_variance([2, 2, 2], epsilon=1.0, method="independent")
+    The 2-way tables of three census attributes, before any data is seen (nothing is
+    charged):
+
+    >>> import dpfast as dp
+    >>> keys = {"sex": ["F", "M"], "age": ["0-17", "18-64", "65+"],
+    ...         "region": ["N", "S", "E", "W"]}
+    >>> v = dp.marginal_variance(keys, epsilon=1.0)               # method="consistent"
+    >>> {table: round(var, 2) for table, var in v.items()}
+    {('sex', 'age'): 12.93, ('sex', 'region'): 12.4, ('age', 'region'): 12.02}
+    >>> round(dp.marginal_variance(keys, epsilon=1.0, method="independent")[("sex", "age")], 2)
+    17.83
+
+    By sizes alone (tables labelled by axis):
+
+    >>> v = dp.marginal_variance([2, 2, 2], epsilon=1.0, method="independent")
     >>> round(v[(0, 1)], 3)
     17.834
-    >>> round(marginal_variance([2, 2, 2], epsilon=1.0)[(0, 1)] / v[(0, 1)], 4)
+    >>> round(dp.marginal_variance([2, 2, 2], epsilon=1.0)[(0, 1)] / v[(0, 1)], 4)
     0.5833
-    >>> g = marginal_variance([2, 2, 2], noise="gaussian", rho=0.5, method="independent")
+    >>> g = dp.marginal_variance([2, 2, 2], noise="gaussian", rho=0.5, method="independent")
     >>> round(g[(0, 1)], 9)             # sigma**2 = l2**2 / (2 rho), l2**2 = 3 tables
     3.0
     """
@@ -323,6 +354,24 @@ def marginal_error_bound(domain: Mapping[Any, Any] | ArrayLike, *,
     dict
         Table label to bound.
 
+    Raises
+    ------
+    TypeError
+        ``domain`` is neither a mapping of names to ordered sequences of categories nor a
+        sequence of int sizes (a str, or a float size, for instance); ``k`` is not an int;
+        ``workload`` is neither a :class:`~dpfast.workloads.Marginals` nor a sequence of
+        attribute tuples; ``epsilon``, ``delta`` or ``rho`` is not a real number;
+        ``noise`` is not a str.
+    ValueError
+        A size < 1; ``k`` outside [1, number of attributes], giving more than 65,536
+        tables, or changed from its default with ``workload``; a ``workload`` naming an
+        unknown or repeated attribute, listing a table twice, empty, or a ``Marginals`` over
+        another domain; tables of more than ``2**34`` cells; ``method`` not one of
+        ``"consistent"`` or ``"independent"`` (``"model"``, ``"aim"`` and ``"mst"`` have no
+        stated bound); the privacy keywords missing or not fitting ``noise`` (as for
+        :func:`marginals`), out of range, or giving a noise scale or sigma out of the
+        sampler's range; ``beta`` outside (0, 1) (a bool or non-number: TypeError).
+
     Notes
     -----
     ``"independent"``: the exact quantile of the largest of the ``N`` (all cells) discrete
@@ -344,13 +393,27 @@ def marginal_error_bound(domain: Mapping[Any, Any] | ArrayLike, *,
 
     Examples
     --------
-    >>> from dpfast import marginal_error_bound
-    >>> marginal_error_bound([2, 2, 2], epsilon=1.0, method="independent")[(0, 1)]
+    Before releasing the 2-way tables of three census attributes: every cell of every table
+    within these bounds, all at once, with probability at least 95% (nothing is charged):
+
+    >>> import dpfast as dp
+    >>> keys = {"sex": ["F", "M"], "age": ["0-17", "18-64", "65+"],
+    ...         "region": ["N", "S", "E", "W"]}
+    >>> b = dp.marginal_error_bound(keys, epsilon=1.0)
+    >>> {table: round(bound, 1) for table, bound in b.items()}
+    {('sex', 'age'): 16.5, ('sex', 'region'): 16.1, ('age', 'region'): 15.8}
+    >>> b = dp.marginal_error_bound(keys, noise="gaussian", rho=0.5)
+    >>> {table: round(bound, 1) for table, bound in b.items()}
+    {('sex', 'age'): 5.5, ('sex', 'region'): 5.4, ('age', 'region'): 5.3}
+
+    By sizes alone (tables labelled by axis):
+
+    >>> float(dp.marginal_error_bound([2, 2, 2], epsilon=1.0, method="independent")[(0, 1)])
     16.0
-    >>> b = marginal_error_bound([2, 2, 2], epsilon=1.0)
-    >>> round(b[(0, 1)], 1)
+    >>> round(dp.marginal_error_bound([2, 2, 2], epsilon=1.0)[(0, 1)], 1)
     13.2
-    >>> g = marginal_error_bound([2, 2, 2], noise="gaussian", rho=0.5, method="independent")
+    >>> g = dp.marginal_error_bound([2, 2, 2], noise="gaussian", rho=0.5,
+    ...                             method="independent")
     >>> round(g[(0, 1)], 2)             # sigma sqrt(2 ln(2 N / beta)), N = 12 cells
     6.09
     """
