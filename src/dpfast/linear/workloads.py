@@ -12,6 +12,45 @@ of ``W`` (``max(adjoint(ones))``, the entries being non-negative), which is the 
 sensitivity of the whole answer vector when one record is added or removed (a record adds 1
 to one cell). That is the Laplace scale, per unit of epsilon, of answering every query with
 independent noise.
+
+The workloads: :class:`Identity` (every cell), :class:`Prefixes` (a CDF), :class:`Ranges`
+(every range of a 1-D histogram), :class:`Rectangles` (every rectangle of a 2-D one),
+:class:`Marginals` (k-way marginal tables), :class:`Conjunctions` (of boolean attributes)
+and :class:`Explicit` (any matrix with entries in [0, 1]). Releases that answer one:
+:func:`dpfast.mwem` and :func:`dpfast.smalldb`; :func:`dpfast.marginals` takes a
+:class:`Marginals` as its ``workload``.
+
+Examples
+--------
+Every range of 100 one-year age cells; a record in cell ``i`` is counted by
+``(i + 1) * (100 - i)`` ranges, at most 2,550:
+
+>>> import numpy as np
+>>> import dpfast as dp
+>>> W = dp.workloads.Ranges(100)
+>>> W.n_queries, W.sensitivity
+(5050, 2550.0)
+>>> ages = np.random.default_rng(7).integers(0, 100, size=10_000)
+>>> counts = np.bincount(ages, minlength=100)
+>>> W.answer(counts)[:3]                    # [0, 1), [0, 2), [0, 3)
+array([ 96., 200., 274.])
+
+The 2-way marginal tables of a 2 x 3 x 4 histogram (a record is in one cell of each):
+
+>>> M = dp.workloads.Marginals((2, 3, 4), k=2)
+>>> M.n_queries, M.sensitivity
+(26, 3.0)
+>>> [table.shape for table in M.tables(np.ones((2, 3, 4)))]
+[(2, 3), (2, 4), (3, 4)]
+
+A release that answers a workload: MWEM's synthetic histogram for the CDF of the ages
+(``rng=0`` makes the example reproducible: a seed is for tests and research only):
+
+>>> acct = dp.Accountant(epsilon=1.0)
+>>> rel = dp.mwem(counts, dp.workloads.Prefixes(100), epsilon=1.0, rounds=10, rng=0,
+...               accountant=acct)
+>>> rel.answers.shape, tuple(acct.spent)
+((100,), (1.0, 0.0))
 """
 from __future__ import annotations
 
