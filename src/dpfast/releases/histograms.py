@@ -1,21 +1,19 @@
-"""Histogram and contingency-table releases.
+"""Releases of counts computed elsewhere (:func:`noisy_counts`), in memory or block by block
+into an array or a file.
 
-Histogram cells are disjoint, so adding or removing one person changes one count by one:
-the L1 and L2 sensitivities are 1 whatever the number of cells. Discrete Laplace noise of
-scale 1/epsilon per cell gives epsilon-DP for the whole table (Dwork & Roth, example 3.2);
-discrete Gaussian noise of parameter sigma per cell gives 1/(2 sigma**2)-zCDP (Canonne,
-Kamath & Steinke 2020), with sigma chosen from ``rho=``, or the tightest for the one
-release from ``epsilon=`` and ``delta=`` (``noise="gaussian"``; :mod:`dpfast.noise`).
+A table counted elsewhere may be of any size: with ``out=`` it is noised ``BLOCK`` cells at
+a time under the release's one key (memory stays bounded and the result equals a one-shot
+release for the same generator state), in place if ``out`` is the counts themselves, and,
+when ``out`` is a memory map of a file, with a journal beside it that makes the release
+crash-safe and resumable (:mod:`dpfast.releases.journal`). The noise and its cost are the
+counting releases' (:mod:`dpfast.releases.cells`) over the table's sensitivity.
 
-Bin edges must be public: edges computed from the data (``bins="auto"``, or a number of bins
-without a ``range``, which numpy fills with the data's minimum and maximum) reveal the data,
-so they are refused. Each function counts the records in one compiled pass (threads over
-blocks of records, partial tables summed), charges the accountant, then noises the cells by
-chunk with one stream per chunk; for a given generator state the release is the same for any
-number of threads.
+The releases of tables counted from records (:func:`histogram`, :func:`histogramdd`,
+:func:`count_categories`) live in :mod:`dpfast.releases.record_tables` and the exact counts
+in :mod:`dpfast.releases.binning`; both are re-exported here (the import path
+``dpfast.releases.histograms`` of every name stays).
 """
 import math
-import numbers
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,17 +22,25 @@ from .. import _native
 from .. import validation as _v
 from .._release import Release, ledger_path, release
 from ..noise import Gaussian, Laplace, Measure
-from ..tables import category_list
 from . import postprocess as _post
+# Re-exported: their import path is this module's too (dpfast.dask counts with them).
+from .binning import MAX_CELLS as MAX_CELLS
+from .binning import category_counts as category_counts
+from .binning import histogram_counts as histogram_counts
+from .binning import histogramdd_counts as histogramdd_counts
 from .cells import counting_measure, int32_limit, refuse_unpayable_kind
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
                       unnamed_file_map)
+from .record_tables import check_postprocess as check_postprocess
+from .record_tables import count_categories as count_categories
+from .record_tables import histogram as histogram
+from .record_tables import histogramdd as histogramdd
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable
     from typing import Literal, TypeAlias, TypeVar, overload
 
-    from numpy.typing import ArrayLike, DTypeLike, NDArray
+    from numpy.typing import ArrayLike, NDArray
 
     from ..accounting import AccountantLike
     from ..rng import RngLike
@@ -42,8 +48,6 @@ if TYPE_CHECKING:
     #: The named post-processing steps (a callable is the other choice).
     _Named: TypeAlias = Literal["clip", "consistent"] | None
     _Postprocess: TypeAlias = _Named | Callable[[Any], Any]
-    #: What a ``total`` parameter accepts (an integral float too, at run time).
-    _Total: TypeAlias = int | np.integer[Any]
     _T = TypeVar("_T")
     _Out = TypeVar("_Out", bound=NDArray[Any])
     #: The ``noise=`` keyword of a counting release.
@@ -51,428 +55,11 @@ if TYPE_CHECKING:
 
 __all__ = ["histogram", "histogramdd", "count_categories", "noisy_counts"]
 
-# Largest table a release may have (cells of int64).
-MAX_CELLS = 2**34
 # noisy_counts works through its input in blocks of this many cells (a multiple of the
 # kernels' chunk, so that block-wise and one-shot releases are identical).
 BLOCK = 1 << 22
 # ...and shows a progress bar (tqdm, if installed) past this many cells.
 PROGRESS_CELLS = 1 << 27
-
-
-def _leak_error(func: str, detail: str) -> ValueError:
-    return ValueError(
-        f"{func} refuses data-dependent bin edges: {detail} The edges are published with "
-        "the counts, so edges computed from the data (its minimum, maximum or quantiles) "
-        "reveal it. Pass explicit edges, or a number of bins together with a public "
-        "range=(low, high).")
-
-
-def _axis(dtype: "DTypeLike", bins: object, rng_pair: "tuple[float, float] | None", func: str,
-          bins_name: str = "bins",
-          range_name: str = "range") -> "tuple[NDArray[np.float64], int]":
-    """(edges, kind) for one axis, from public parameters only."""
-    if isinstance(bins, str):
-        raise _leak_error(func, f"{bins_name}={bins!r} chooses edges from the data.")
-    if isinstance(bins, numbers.Integral) and not isinstance(bins, (bool, np.bool_)):
-        nbins = int(bins)
-        if nbins < 1:
-            raise ValueError(f"The {bins_name!r} parameter of {func} must be >= 1. "
-                             f"Got {bins!r} instead.")
-        if rng_pair is None:
-            raise _leak_error(func, f"{bins_name}={bins!r} without {range_name} would use "
-                              "the data's minimum and maximum.")
-        if nbins > MAX_CELLS:
-            raise ValueError(f"The {bins_name!r} parameter of {func} must be at most "
-                             f"{MAX_CELLS:,}. Got {bins!r} instead.")
-        lo, hi = _range_pair(rng_pair, func, range_name)
-        with np.errstate(over="ignore", invalid="ignore"):
-            edges = np.linspace(lo, hi, nbins + 1)
-        if not (np.isfinite(edges).all() and (np.diff(edges) > 0).all()):
-            raise ValueError(f"The {range_name!r} and {bins_name!r} parameters of {func} must "
-                             f"give finite, strictly increasing edges (too wide a range or "
-                             f"too many bins). Got range={rng_pair!r}, bins={bins!r} instead.")
-        return edges, _uniform_kind(dtype, edges, lo, hi, nbins)
-    try:
-        edges = np.asarray(bins, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"The {bins_name!r} parameter of {func} must be an int or a "
-                        f"sequence of increasing edges. Got {bins!r} instead.") from None
-    if edges.ndim != 1 or edges.size < 2:
-        raise ValueError(f"The {bins_name!r} parameter of {func} must be an int or at least "
-                         f"two increasing edges. Got {bins!r} instead.")
-    if not np.isfinite(edges).all() or not (np.diff(edges) > 0).all():
-        raise ValueError(f"The {bins_name!r} parameter of {func} must be finite and strictly "
-                         f"increasing. Got {bins!r} instead.")
-    nbins = edges.size - 1
-    if np.array_equal(edges, np.linspace(edges[0], edges[-1], nbins + 1)):
-        return edges, _uniform_kind(dtype, edges, edges[0], edges[-1], nbins)
-    return edges, _native.AXIS_SEARCH
-
-
-def _uniform_kind(dtype: "DTypeLike", edges: "NDArray[np.float64]", lo: float, hi: float,
-                  nbins: int) -> int:
-    """Integer arithmetic when integer data meets integral, equally spaced edges (exact and
-    fastest); else numpy's guess-and-correct on equal widths."""
-    width = (hi - lo) / nbins
-    with np.errstate(over="ignore", divide="ignore"):
-        norm = nbins / (hi - lo)
-    if not (math.isfinite(hi - lo) and math.isfinite(norm) and norm > 0):
-        return _native.AXIS_SEARCH         # arithmetic guesses would overflow
-    if (np.issubdtype(dtype, np.integer) and lo == math.floor(lo) and width == math.floor(width)
-            and max(abs(lo), abs(hi)) < 2**53
-            and np.array_equal(edges, lo + width * np.arange(nbins + 1))):
-        return _native.AXIS_INTEGER
-    return _native.AXIS_UNIFORM
-
-
-def _range_pair(value: tuple[float, float], func: str, name: str) -> tuple[float, float]:
-    try:
-        lo, hi = value
-    except (TypeError, ValueError):
-        raise TypeError(f"The {name!r} parameter of {func} must be a pair (low, high). "
-                        f"Got {value!r} instead.") from None
-    lo = _v.check_real(lo, name, func, low=-math.inf)
-    hi = _v.check_real(hi, name, func, low=-math.inf)
-    if not lo < hi:
-        raise ValueError(f"The {name!r} parameter of {func} must have low < high. "
-                         f"Got {value!r} instead.")
-    return lo, hi
-
-
-def _prepare(func: str, noise: object, epsilon: object, delta: object, rho: object,
-             accountant: "AccountantLike | None", rng: "RngLike", threads: int | None,
-             postprocess: object, total: object) -> "tuple[Measure, Release]":
-    """The shared arguments of a counting release, checked before anything happens: the
-    release's check phase (its noise and cost, over the table's sensitivity 1 in l1 and
-    l2; the accountant, generator and threads resolved now, before the records are
-    counted)."""
-    m = counting_measure(func, noise, epsilon, delta, rho, accountant=accountant)
-    rel = Release(func, accountant, m.epsilon, m.delta, rng, threads, rho=m.rho)
-    if m.epsilon is None:
-        rel.affordable()            # rho alone on an (epsilon, delta) budget: refused now
-    check_postprocess(postprocess, func)
-    if total is not None:
-        if postprocess != "consistent":
-            raise ValueError(f"The 'total' parameter of {func} only applies with "
-                             f"postprocess='consistent'. Got total={total!r} with "
-                             f"postprocess={postprocess!r} instead.")
-        _post.check_integer_total(total, func, _post.MAX_TOTAL)
-    return m, rel
-
-
-def check_postprocess(option: object, func: str) -> None:
-    if option is None or option in ("clip", "consistent") or callable(option):
-        return
-    raise ValueError(f"The 'postprocess' parameter of {func} must be None, 'clip', "
-                     f"'consistent' or a callable. Got {option!r} instead.")
-
-
-def _release(counts: "NDArray[np.int64]", m: Measure, rel: Release,
-             postprocess: "_Postprocess", total: "_Total | None") -> Any:
-    """Charge, noise the exact counts in place under the release's key, post-process."""
-    flat = counts.reshape(-1)
-    key = rel.charge()
-    m.noise.fill(key, rel.threads if flat.size > _native.CHUNK else 1, flat, flat)
-    return _post.apply(counts, postprocess, total=total)
-
-
-if TYPE_CHECKING:
-    @overload
-    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *,
-                  noise: _Noise = "laplace", epsilon: float | None = None,
-                  delta: float | None = None, rho: float | None = None,
-                  range: tuple[float, float] | None = None,
-                  accountant: AccountantLike | None = None, rng: RngLike = None,
-                  threads: int | None = None, postprocess: _Named = None,
-                  total: _Total | None = None,
-                  ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
-    @overload
-    def histogram(data: ArrayLike, bins: int | ArrayLike = 10, *,
-                  noise: _Noise = "laplace", epsilon: float | None = None,
-                  delta: float | None = None, rho: float | None = None,
-                  range: tuple[float, float] | None = None,
-                  accountant: AccountantLike | None = None, rng: RngLike = None,
-                  threads: int | None = None,
-                  postprocess: Callable[[NDArray[np.int64]], _T],
-                  total: None = None) -> tuple[_T, NDArray[np.float64]]: ...
-
-
-def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, noise: str = "laplace",
-              epsilon: float | None = None, delta: float | None = None,
-              rho: float | None = None, range: "tuple[float, float] | None" = None,
-              accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
-              threads: int | None = None, postprocess: "_Postprocess" = None,
-              total: "_Total | None" = None) -> "tuple[Any, NDArray[np.float64]]":
-    """histogram(data, bins=10, *, noise="laplace", epsilon=None, delta=None, rho=None, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
-
-    A differentially private histogram: exact counts plus discrete Laplace noise of scale
-    1/epsilon (epsilon-DP), or discrete Gaussian noise (``noise="gaussian"``).
-
-    Parameters
-    ----------
-    data : array_like
-        Numeric records (flattened, as by ``numpy.histogram``). NaN or infinite values are
-        an error; values outside the edges are not counted.
-    bins : int or sequence of float
-        Number of equal-width bins over ``range``, or the bin edges (finite, increasing).
-        Strings such as ``"auto"`` are refused: they pick edges from the data.
-    noise : {"laplace", "gaussian"}, optional
-        ``"laplace"`` (default): discrete Laplace noise of scale ``1/epsilon``, epsilon-DP.
-        ``"gaussian"``: discrete Gaussian noise, either of sigma ``1/sqrt(2 rho)`` (``rho``
-        alone: rho-zCDP, charged as rho) or the smallest sigma giving (epsilon, delta)-DP
-        for this one release (``epsilon`` and ``delta``; charged as (epsilon, delta)).
-    epsilon : float, optional
-        Privacy parameter, charged to the accountant before the noise is drawn (required
-        with Laplace noise).
-    delta : float, optional
-        With Gaussian noise and ``epsilon``: delta in (0, 1). Laplace noise takes none (or
-        0).
-    rho : float, optional
-        With Gaussian noise, alone: the zCDP cost, > 0. A rho-only release needs an
-        accountant that holds a zCDP budget (``dp.Accountant(rho=...)`` or
-        ``composition="zcdp"``).
-    range : (float, float), optional
-        Public lower and upper edge; required when ``bins`` is an int.
-    accountant, rng, threads
-        As for :func:`dpfast.laplace_mechanism`.
-    postprocess : {None, "clip", "consistent"} or callable, optional
-        Post-processing of the noisy counts (free under DP): ``"clip"`` sets negative counts
-        to 0; ``"consistent"`` returns non-negative integers summing to ``total``.
-    total : int, optional
-        Total for ``postprocess="consistent"`` (default: the clipped, rounded sum of the
-        noisy counts).
-
-    Returns
-    -------
-    counts : ndarray of int64
-    edges : ndarray of float64
-
-    Notes
-    -----
-    Semantics of edges as in ``numpy.histogram``: ``[e_i, e_{i+1})``, the last bin closed.
-    Edges are float64 whatever the data; integer records are binned exactly when the edges
-    are integers equally spaced (a fast integer path), and otherwise compared as float64
-    (so integers beyond 2**53 are rounded first; numpy compares them exactly).
-    Accuracy: :func:`dpfast.max_error_bound` with ``k = len(counts)`` (Laplace noise); for
-    Gaussian noise, each cell's noise has variance at most sigma**2 and is sigma-subgaussian
-    (:class:`dpfast.noise.Gaussian`).
-
-    Examples
-    --------
-    >>> import numpy as np, dpfast as dp
-    >>> ages = np.array([23, 35, 35, 47, 52, 61, 70, 18])
-    >>> counts, edges = dp.histogram(ages, bins=4, range=(0, 100), epsilon=1.0,
-    ...                              accountant=dp.Accountant(), rng=0)
-    >>> counts.dtype, edges.tolist()
-    (dtype('int64'), [0.0, 25.0, 50.0, 75.0, 100.0])
-    """
-    func = "histogram"
-    m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
-                      total)
-    counts, edges = histogram_counts(data, bins, range, func, rel.threads)
-    return _release(counts, m, rel, postprocess, total), edges
-
-
-def histogram_counts(data: "ArrayLike", bins: "int | ArrayLike", range: Any, func: str,
-                     threads: int) -> "tuple[NDArray[np.int64], NDArray[np.float64]]":
-    """The exact counts and edges of :func:`histogram` (everything checked; no noise).
-    ``dpfast.dask`` counts each partition with it."""
-    records = _v.check_records(data, "data", func)
-    edges, kind = _axis(records.dtype, bins, range, func)
-    return _native.count_1d(records, edges, kind, threads), edges
-
-
-if TYPE_CHECKING:
-    @overload
-    def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
-                    noise: _Noise = "laplace", epsilon: float | None = None,
-                    delta: float | None = None, rho: float | None = None,
-                    range: Sequence[tuple[float, float] | None] | None = None,
-                    accountant: AccountantLike | None = None, rng: RngLike = None,
-                    threads: int | None = None, postprocess: _Named = None,
-                    total: _Total | None = None,
-                    ) -> tuple[NDArray[np.int64], list[NDArray[np.float64]]]: ...
-    @overload
-    def histogramdd(sample: ArrayLike, bins: int | Sequence[int | ArrayLike], *,
-                    noise: _Noise = "laplace", epsilon: float | None = None,
-                    delta: float | None = None, rho: float | None = None,
-                    range: Sequence[tuple[float, float] | None] | None = None,
-                    accountant: AccountantLike | None = None, rng: RngLike = None,
-                    threads: int | None = None,
-                    postprocess: Callable[[NDArray[np.int64]], _T],
-                    total: None = None) -> tuple[_T, list[NDArray[np.float64]]]: ...
-
-
-def histogramdd(sample: "ArrayLike", bins: Any, *, noise: str = "laplace",
-                epsilon: float | None = None, delta: float | None = None,
-                rho: float | None = None,
-                range: "Sequence[tuple[float, float] | None] | None" = None,
-                accountant: "AccountantLike | None" = None, rng: "RngLike" = None,
-                threads: int | None = None, postprocess: "_Postprocess" = None,
-                total: "_Total | None" = None) -> "tuple[Any, list[NDArray[np.float64]]]":
-    """histogramdd(sample, bins, *, noise="laplace", epsilon=None, delta=None, rho=None, range=None, accountant=None, rng=None, threads=None, postprocess=None, total=None)
-
-    A differentially private contingency table of D-dimensional records (Laplace or
-    Gaussian noise, as :func:`histogram`).
-
-    Parameters
-    ----------
-    sample : (N, D) array_like, or a sequence of D arrays of length N
-        As for ``numpy.histogramdd``. NaN or infinite coordinates are an error.
-    bins : int, or sequence of D ints or edge arrays
-        Per-dimension numbers of bins (each with its public range) or edges.
-    range : sequence of D (low, high) pairs, optional
-        Required for every dimension whose bins are given as a number.
-    noise, epsilon, delta, rho, accountant, rng, threads, postprocess, total
-        As for :func:`histogram`. One record is in one cell, so the sensitivity is 1 (in
-        l1 and in l2).
-
-    Returns
-    -------
-    counts : ndarray of int64, shape (nbins_1, ..., nbins_D)
-    edges : list of D arrays
-
-    Examples
-    --------
-    >>> import numpy as np, dpfast as dp
-    >>> people = np.array([[30, 0], [41, 1], [52, 1], [67, 0]])
-    >>> table, edges = dp.histogramdd(people, bins=[4, 2], range=[(0, 100), (0, 2)],
-    ...                               epsilon=1.0, accountant=dp.Accountant(), rng=0)
-    >>> table.shape
-    (4, 2)
-    """
-    func = "histogramdd"
-    m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
-                      total)
-    counts, edges = histogramdd_counts(sample, bins, range, func, rel.threads)
-    return _release(counts, m, rel, postprocess, total), edges
-
-
-def histogramdd_counts(sample: "ArrayLike", bins: Any, range: Any, func: str,
-                       threads: int) -> "tuple[NDArray[np.int64], list[NDArray[np.float64]]]":
-    """The exact counts and edges of :func:`histogramdd` (everything checked; no noise)."""
-    if isinstance(sample, (list, tuple)) and sample and np.ndim(sample[0]) == 1:
-        try:
-            sample = np.stack([_v.as_array(s, "sample", func) for s in sample], axis=1)
-        except ValueError:
-            raise ValueError(f"The 'sample' parameter of {func} must be D arrays of equal "
-                             "length.") from None
-    data: NDArray[Any]
-    data = _v.check_records(sample, "sample", func, flatten=False)
-    if data.ndim == 1:                            # N points in one dimension, as numpy
-        data = data.reshape(-1, 1)
-    if data.ndim != 2:
-        raise ValueError(f"The 'sample' parameter of {func} must be an (N, D) array or a "
-                         f"sequence of D arrays. Got an array of shape {data.shape} instead.")
-    data = np.asarray(data, dtype=np.float64, order="C")
-    dims = data.shape[1]
-    if isinstance(bins, str):
-        raise _leak_error(func, f"bins={bins!r} chooses edges from the data.")
-    per_dim_bins = [bins] * dims if isinstance(bins, numbers.Integral) else list(bins)
-    if len(per_dim_bins) != dims:
-        raise ValueError(f"The 'bins' parameter of {func} must give one entry per dimension "
-                         f"({dims}). Got {bins!r} instead.")
-    ranges = [None] * dims if range is None else list(range)
-    if len(ranges) != dims or any(r is not None and np.ndim(r) != 1 for r in ranges):
-        raise ValueError(f"The 'range' parameter of {func} must give one (low, high) pair per "
-                         f"dimension ({dims}). Got {range!r} instead.")
-    axes = [_axis(np.float64, b, r, func) for b, r in zip(per_dim_bins, ranges)]
-    shape = tuple(e.size - 1 for e, _ in axes)
-    if math.prod(shape) > MAX_CELLS:
-        raise ValueError(f"The table of {func} would have {math.prod(shape):,} cells, more "
-                         f"than {MAX_CELLS:,}; use dpfast.noisy_counts with out= for tables "
-                         "counted elsewhere.")
-    counts = _native.count_nd(data, [e for e, _ in axes], [k for _, k in axes], threads)
-    return counts.reshape(shape), [e for e, _ in axes]
-
-
-if TYPE_CHECKING:
-    @overload
-    def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
-                         noise: _Noise = "laplace", epsilon: float | None = None,
-                         delta: float | None = None, rho: float | None = None,
-                         other: bool = False,
-                         accountant: AccountantLike | None = None, rng: RngLike = None,
-                         threads: int | None = None, postprocess: _Named = None,
-                         total: _Total | None = None) -> NDArray[np.int64]: ...
-    @overload
-    def count_categories(values: ArrayLike, categories: Sequence[Any] | NDArray[Any], *,
-                         noise: _Noise = "laplace", epsilon: float | None = None,
-                         delta: float | None = None, rho: float | None = None,
-                         other: bool = False,
-                         accountant: AccountantLike | None = None, rng: RngLike = None,
-                         threads: int | None = None,
-                         postprocess: Callable[[NDArray[np.int64]], _T],
-                         total: None = None) -> _T: ...
-
-
-def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[Any]", *,
-                     noise: str = "laplace", epsilon: float | None = None,
-                     delta: float | None = None, rho: float | None = None,
-                     other: bool = False, accountant: "AccountantLike | None" = None,
-                     rng: "RngLike" = None, threads: int | None = None,
-                     postprocess: "_Postprocess" = None, total: "_Total | None" = None) -> Any:
-    """count_categories(values, categories, *, noise="laplace", epsilon=None, delta=None, rho=None, other=False, accountant=None, rng=None, threads=None, postprocess=None, total=None)
-
-    A differentially private count of each category in a public list (Laplace or Gaussian
-    noise, as :func:`histogram`).
-
-    Parameters
-    ----------
-    values : array_like, pandas Series or Categorical
-        One categorical value per record. Missing values (None, NaN) are outside the
-        categories.
-    categories : sequence
-        The public list of categories (not taken from the data: a category that appears
-        only in the data would reveal that someone has it).
-    noise, epsilon, delta, rho
-        As for :func:`histogram` (each record is in one cell: sensitivity 1).
-    other : bool, optional
-        Count values outside ``categories`` (and missing values) in one extra cell at the end.
-        By default such values are an error, raised before anything is charged.
-    accountant, rng, threads, postprocess, total
-        As for :func:`histogram`.
-
-    Returns
-    -------
-    ndarray of int64
-        ``len(categories)`` noisy counts, plus the "other" cell if requested.
-
-    Examples
-    --------
-    >>> import dpfast as dp
-    >>> status = ["Married", "Never-married", "Married", "Divorced"]
-    >>> dp.count_categories(status, ["Married", "Never-married", "Divorced", "Widowed"],
-    ...                     epsilon=1.0, accountant=dp.Accountant(), rng=0).shape
-    (4,)
-    """
-    func = "count_categories"
-    m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
-                      total)
-    counts = category_counts(values, categories, other, func, rel.threads)
-    return _release(counts, m, rel, postprocess, total)
-
-
-def category_counts(values: "ArrayLike", categories: Any, other: object, func: str,
-                    threads: int) -> "NDArray[np.int64]":
-    """The exact counts of :func:`count_categories` (everything checked; no noise)."""
-    categories = category_list(categories, f"The 'categories' parameter of {func} must be "
-                               "an ordered sequence of categories (the order of the "
-                               "released cells).")
-    other = _v.check_bool(other, "other", func)
-    codes = _v.category_codes(values, categories, func)
-    ncat = len(categories)
-    unknown = np.flatnonzero(codes < 0)
-    if unknown.size and not other:
-        # Neither the value nor how many: an error message can end up in a log.
-        raise ValueError(f"The 'values' parameter of {func} has values outside 'categories' "
-                         f"(the first at record {unknown[0]}). Pass other=True to count them "
-                         "in an extra cell, or add them to the public category list.")
-    if unknown.size:
-        codes[unknown] = ncat
-    return _native.count_codes(codes, ncat + bool(other), threads)
-
 
 if TYPE_CHECKING:
     @overload
