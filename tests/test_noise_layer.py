@@ -23,7 +23,8 @@ SAMPLING_KERNELS = {
     "noisy_argmax", "noisy_max_score", "noisy_top_k", "exponential_mechanism",
     "bound_keyed",
 }
-NOISE_LAYER = {"noise.py"}
+# The noise package's modules that call them: its noise objects and its keyed kernels.
+NOISE_LAYER = {"noise/families.py", "noise/kernels.py"}
 # Where keys are made: the release path; a key rebuilt from its bytes where a journal resumes
 # a release (cells.py) or a task on another process receives it (dask.py, and pieces.py: the
 # bounding of a bucket).
