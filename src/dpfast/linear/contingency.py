@@ -110,6 +110,29 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float | None = None,
         (a MultiIndex for three or more columns). For a mapping: the table as an ndarray of
         shape ``(len(keys[c]) for c in columns)`` and the categories of its axes.
 
+    Raises
+    ------
+    TypeError
+        ``frame`` is neither a DataFrame nor a mapping of columns; ``keys`` maps a column
+        to something other than an ordered sequence (a str, a set); ``epsilon``, ``delta``
+        or ``rho`` is not a real number; ``noise`` is not a str; ``accountant`` is not an
+        accountant; ``rng`` is not one of the accepted kinds; ``threads`` is not an int.
+    ValueError
+        ``columns`` names no column, a column twice, or one ``frame`` does not have;
+        ``frame``'s columns differ in length; ``keys`` is the data or taken from it (the
+        frame, a column, a Series, a categorical dtype), gives no categories for a column,
+        or a column's categories are empty, repeated or hold a missing-value marker; a
+        record's value is outside its column's categories, or missing (the message gives
+        the record's position, never its value); ``noise`` neither ``"laplace"`` nor ``"gaussian"``, or privacy
+        keywords that do not fit it (Laplace: ``epsilon`` missing, ``rho`` or a ``delta``
+        > 0 given; Gaussian: neither ``rho`` nor both ``epsilon`` and ``delta``, or both),
+        out of range (``epsilon`` or ``rho`` <= 0, ``delta`` outside (0, 1)), or giving a
+        noise scale or sigma beyond the integer sampler's range; a Gaussian release given
+        in ``rho`` alone on an (epsilon, delta) accountant; ``threads`` outside [1, 1024].
+    BudgetExceededError
+        The accountant cannot afford the release. (Every refusal here comes before
+        anything is charged or drawn.)
+
     Notes
     -----
     Each record is in one cell, so the table has l1 and l2 sensitivity 1 whatever its size.
@@ -120,22 +143,45 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float | None = None,
 
     Examples
     --------
-    >>> import pandas as pd, dpfast as dp
-    >>> from dpfast import crosstab
-    >>> people = pd.DataFrame({"sex": ["F", "M", "M", "F"], "smoker": ["no", "no", "yes", "no"]})
-    >>> table = crosstab(people, ["sex", "smoker"], epsilon=1.0,
-    ...                  keys={"sex": ["F", "M"], "smoker": ["no", "yes"]},
-    ...                  accountant=dp.Accountant(), rng=0)
-    >>> table.index.tolist(), table.columns.tolist(), table.shape
-    (['F', 'M'], ['no', 'yes'], (2, 2))
-    >>> counts, labels = crosstab({"sex": ["F", "M"]}, "sex", epsilon=1.0,
-    ...                           keys={"sex": ["F", "M", "X"]}, rng=0)
-    >>> counts.shape, labels
-    ((3,), (['F', 'M', 'X'],))
+    1,000 people by sex and smoking, beside the exact table (``rng=0`` makes the example
+    reproducible: a seed is for tests and research only, never for a real release):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import dpfast as dp
+    >>> gen = np.random.default_rng(3)
+    >>> people = pd.DataFrame({"sex": gen.choice(["F", "M"], 1000),
+    ...                        "smoker": gen.choice(["no", "yes"], 1000, p=[0.8, 0.2])})
+    >>> keys = {"sex": ["F", "M"], "smoker": ["no", "yes"]}
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> table = dp.crosstab(people, ["sex", "smoker"], epsilon=0.5, keys=keys,
+    ...                     accountant=acct, rng=0)
+    >>> print(table)
+    smoker   no  yes
+    sex
+    F       389  119
+    M       395   93
+    >>> print(pd.crosstab(people["sex"], people["smoker"]))
+    smoker   no  yes
+    sex
+    F       391  118
+    M       394   97
+    >>> tuple(acct.spent)
+    (0.5, 0.0)
+
+    A mapping of columns gives the counts and the categories of each axis; a category
+    nobody has still gets its noisy count:
+
+    >>> counts, labels = dp.crosstab({"sex": ["F", "M", "M"]}, "sex", epsilon=0.5,
+    ...                              keys={"sex": ["F", "M", "X"]}, accountant=acct, rng=0)
+    >>> counts, labels
+    (array([-1,  3,  1]), (['F', 'M', 'X'],))
+
+    Gaussian noise under a zCDP budget:
+
     >>> acct = dp.Accountant(rho=0.5)
-    >>> table = crosstab(people, ["sex", "smoker"], noise="gaussian", rho=0.5,
-    ...                  keys={"sex": ["F", "M"], "smoker": ["no", "yes"]},
-    ...                  accountant=acct, rng=0)
+    >>> table = dp.crosstab(people, ["sex", "smoker"], noise="gaussian", rho=0.5,
+    ...                     keys=keys, accountant=acct, rng=0)
     >>> table.dtypes.tolist(), acct.spent.rho
     ([dtype('int64'), dtype('int64')], 0.5)
     """
@@ -399,6 +445,36 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
         ndarrays otherwise; with ``.variance()``, ``.error_bound(beta)`` and
         ``.nonnegative()``.
 
+    Raises
+    ------
+    TypeError
+        ``frame_or_counts`` is a Series (ambiguous) or not numeric counts; ``keys`` maps an
+        attribute to something other than an ordered sequence; ``k`` is not an int;
+        ``workload`` is neither a ``Marginals`` nor a sequence of attribute tuples;
+        ``epsilon``, ``delta`` or ``rho`` is not a real number; ``noise`` is not a str;
+        ``accountant`` is not an accountant; ``rng`` is not one of the accepted kinds;
+        ``threads`` is not an int.
+    ValueError
+        Records without ``keys``, or ``keys`` that are the data or taken from it, name no
+        column or a column the frame does not have, or whose categories are empty,
+        repeated or hold a missing-value marker; a record's value outside its attribute's
+        categories, or missing (the message gives its position, never its value); counts
+        that are not integers, hold NaN or infinite entries, have no axis or no cell, or
+        sum (in absolute value) beyond ``2**61``; ``keys`` for counts that do not match
+        their shape; ``k`` outside [1, number of attributes], giving more than 65,536
+        tables, or changed from its default with ``workload``; a ``workload`` naming an
+        unknown or repeated attribute, listing a table twice, or empty; tables of more than
+        ``2**34`` cells; an unknown ``method``; a ``"consistent"`` release of more than
+        ``2**20`` ANOVA components, a ``"model"`` whose cliques pass the model's limit, or
+        ``"aim"``/``"mst"`` with Laplace noise or a table too big for a clique; ``noise``
+        neither ``"laplace"`` nor ``"gaussian"``, or privacy keywords that do not fit it,
+        out of range, or giving a noise scale or sigma beyond the integer sampler's range;
+        a release given in ``rho`` alone on an (epsilon, delta) accountant; ``threads``
+        outside [1, 1024].
+    BudgetExceededError
+        The accountant cannot afford the release. (Every refusal here comes before
+        anything is charged or drawn.)
+
     Notes
     -----
     A record is in one cell of each of the ``m`` tables: l1 sensitivity ``m``, so every
@@ -413,16 +489,47 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
 
     Examples
     --------
-    >>> import numpy as np, dpfast as dp
-    >>> from dpfast import marginals
-    >>> counts = np.arange(24).reshape(2, 3, 4)          # a histogram of 3 attributes
-    >>> rel = marginals(counts, epsilon=1.0, accountant=dp.Accountant(), rng=0)
+    The 2-way tables of 1,000 census records, released together at epsilon = 1 and made
+    consistent (``rng=0`` makes the example reproducible: a seed is for tests and research
+    only, never for a real release):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import dpfast as dp
+    >>> gen = np.random.default_rng(3)
+    >>> people = pd.DataFrame({"sex": gen.choice(["F", "M"], 1000),
+    ...                        "age": gen.choice(["0-17", "18-64", "65+"], 1000),
+    ...                        "region": gen.choice(["N", "S", "E", "W"], 1000)})
+    >>> keys = {"sex": ["F", "M"], "age": ["0-17", "18-64", "65+"],
+    ...         "region": ["N", "S", "E", "W"]}
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> rel = dp.marginals(people, epsilon=1.0, keys=keys, accountant=acct, rng=0)
+    >>> rel
+    MarginalRelease(3 tables, method='consistent', epsilon=1.0, cells=26)
+    >>> print(rel["sex", "age"].round(1))
+    age   0-17  18-64    65+
+    sex
+    F    170.8  162.6  167.9
+    M    166.8  182.6  143.9
+    >>> bool(np.allclose(rel["sex", "age"].sum(axis=1), rel["sex", "region"].sum(axis=1)))
+    True
+    >>> {table: round(bound, 1) for table, bound in rel.error_bound(beta=0.05).items()}
+    {('sex', 'age'): 16.5, ('sex', 'region'): 16.1, ('age', 'region'): 15.8}
+    >>> print(rel.nonnegative()["sex", "age"])          # integers, one common total
+    age  0-17  18-64  65+
+    sex
+    F     171    162  168
+    M     167    183  144
+    >>> tuple(acct.spent)
+    (1.0, 0.0)
+
+    A full histogram instead of records (attributes are its axes):
+
+    >>> counts = np.arange(24).reshape(2, 3, 4)
+    >>> rel = dp.marginals(counts, epsilon=1.0, accountant=dp.Accountant(epsilon=1.0),
+    ...                    rng=0)
     >>> list(rel), rel.scale
     ([(0, 1), (0, 2), (1, 2)], 3.0)
-    >>> a_from_01 = rel[(0, 1)].sum(axis=1)
-    >>> a_from_02 = rel[(0, 2)].sum(axis=1)
-    >>> bool(np.allclose(a_from_01, a_from_02))
-    True
     >>> {t: round(v, 2) for t, v in rel.variance().items()}
     {(0, 1): 12.93, (0, 2): 12.4, (1, 2): 12.02}
     """
