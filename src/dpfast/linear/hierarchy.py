@@ -250,15 +250,79 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float | None = None,
         With records, ``labels`` holds each level's units and ``to_pandas()`` gives labelled
         Series.
 
+    Raises
+    ------
+    TypeError
+        ``data`` and ``hierarchy`` are not both frames (when either is), and
+        ``hierarchy`` is not a list (or tuple) of parent arrays; ``split`` is not a
+        sequence of real numbers; ``epsilon``, ``delta`` or ``rho`` is not a real number; ``noise`` is
+        not a str; ``accountant`` is not an accountant; ``rng`` is not one of the accepted
+        kinds; ``threads`` is not an int.
+    ValueError
+        Leaf counts that are not a non-empty 1-D array of integers (floats and strings
+        included), hold a negative count, or sum beyond ``2**52``; a parent array of the wrong length or kind, with a negative
+        index, leaving a unit without children, or not leading to one unit at the top;
+        with frames: a geography without level columns or rows, or listing a leaf twice,
+        records without a column for every level, or a record in no leaf unit (the
+        message gives its position, never its values); ``split`` not one positive share
+        per level summing to 1; ``noise`` neither ``"laplace"`` nor ``"gaussian"``, or
+        privacy keywords that do not fit it (as for :func:`dpfast.tree_mechanism`), out of
+        range, or giving a level a noise scale or sigma beyond the sampler's range; a
+        release given in ``rho`` alone on an (epsilon, delta) accountant; ``threads``
+        outside [1, 1024].
+    BudgetExceededError
+        The accountant cannot afford the release. (Every refusal here comes before
+        anything is charged or drawn.)
+
     Examples
     --------
-    >>> import numpy as np, dpfast as dp
+    2,000 people's counties, released for the nation, each state and each county under a
+    rho budget (``rng=0`` makes the example reproducible: a seed is for tests and research
+    only, never for a real release):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import dpfast as dp
+    >>> geography = pd.DataFrame({"state": ["CA", "CA", "CA", "NV", "NV"],
+    ...                           "county": ["Alameda", "Kern", "Marin", "Clark", "Washoe"]})
+    >>> gen = np.random.default_rng(5)
+    >>> people = geography.iloc[gen.choice(5, 2000, p=[0.3, 0.2, 0.05, 0.35, 0.1])]
+    >>> acct = dp.Accountant(rho=0.5)
+    >>> rel = dp.census_hierarchy(people, geography, noise="gaussian", rho=0.5,
+    ...                           accountant=acct, rng=0)
+    >>> rel
+    HierarchyRelease(units per level=[1, 2, 5], rho=0.5)
+    >>> total, states, counties = rel.to_pandas()
+    >>> print(counties)
+    state  county
+    CA     Alameda    613
+           Kern       423
+           Marin      103
+    NV     Clark      664
+           Washoe     198
+    Name: count, dtype: int64
+    >>> print(people.groupby(["state", "county"]).size())        # the exact counts
+    state  county
+    CA     Alameda    612
+           Kern       422
+           Marin      103
+    NV     Clark      666
+           Washoe     197
+    dtype: int64
+    >>> int(total.iloc[0]), states.tolist()                       # every sum holds
+    (2001, [1139, 862])
+    >>> [round(share, 3) for share in rel.split], acct.spent.rho  # rho per level
+    ([0.263, 0.293, 0.444], 0.5)
+
+    From leaf counts and parent arrays (two states over five counties), under Laplace
+    noise:
+
     >>> county_counts = np.array([120, 30, 0, 55, 7])
     >>> state_of_county = np.array([0, 0, 1, 1, 1])
     >>> rel = dp.census_hierarchy(county_counts, [np.zeros(2, int), state_of_county],
-    ...                           epsilon=1.0, rng=0, accountant=dp.Accountant())
-    >>> int(rel.counts[0][0]) == int(rel.counts[1].sum()) == int(rel.counts[2].sum())
-    True
+    ...                           epsilon=1.0, rng=0, accountant=dp.Accountant(epsilon=1.0))
+    >>> [level.tolist() for level in rel.counts]
+    [[210], [148, 62], [120, 28, 0, 57, 5]]
     """
     func = "census_hierarchy"
     if isinstance(noise, str) and noise == "laplace" and epsilon is not None:
