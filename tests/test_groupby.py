@@ -272,7 +272,7 @@ def test_per_key_selection_budget_times_max_groups_within_the_charge(monkeypatch
         seen.append((eps, delta))
         return real(eps, delta)
 
-    monkeypatch.setattr(groupby, "selection_probabilities", recording)
+    monkeypatch.setattr(groupby.selection, "selection_probabilities", recording)
     df = people(5, persons=300)
     acct = big_accountant()
     dp.group_by(df, "dept", privacy_unit="user", max_groups=3).agg(
