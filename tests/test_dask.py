@@ -239,10 +239,37 @@ def test_from_npy_reads_rows_in_the_workers(tmp_path):
         dpd.from_npy(str(tmp_path / "f.npy"))
 
 
-def test_docstring_examples():
-    import doctest
-    result = doctest.testmod(dpd, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted > 0
+def test_every_module_of_the_package_binds_the_third_party_dask(clusters):
+    # The package is named dask inside dpfast: each of its modules must reach the real Dask
+    # (absolute imports), and the functions its tasks ship must unpickle on a worker process
+    # by reference to their module. (The examples of every public name run as doctests in
+    # tests/test_docs_cli.py::test_docstring_examples.)
+    import importlib
+    import pickle
+    import pkgutil
+
+    import dask
+
+    modules = [importlib.import_module(m.name)
+               for m in pkgutil.walk_packages(dpd.__path__, "dpfast.dask.")]
+    assert {m.__name__ for m in modules} >= {"dpfast.dask.arrays", "dpfast.dask.graph",
+                                             "dpfast.dask.groupby", "dpfast.dask.tables",
+                                             "dpfast.dask.histograms"}
+    for module in modules:
+        for alias in ("dask", "da", "dd"):
+            if hasattr(module, alias):
+                assert getattr(module, alias).__name__.split(".")[0] == "dask", module
+                assert getattr(module, alias).__file__.startswith(
+                    os.path.dirname(dask.__file__)), module
+    assert set(dpd.__all__) <= set(vars(dpd))
+    assert all(getattr(dpd, n).__module__.startswith("dpfast.dask.") for n in dpd.__all__)
+    shipped = dpd.graph.noised
+    assert pickle.loads(pickle.dumps(shipped)) is shipped        # pickled by reference
+    client = clusters(1)
+    # On a worker process: the function arrives as the one its module defines there.
+    same, pid = client.submit(lambda f: (f is __import__("dpfast.dask.graph").dask.graph.noised,
+                                         os.getpid()), shipped, pure=False).result()
+    assert same and pid != os.getpid()
 
 
 def test_a_bad_generator_is_refused_before_the_data_is_read(clusters):
