@@ -150,8 +150,35 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, noise: str = "
 
     Returns
     -------
-    counts : ndarray of int64
+    counts : ndarray of int64 (or what ``postprocess`` returns)
+        The noisy count of each bin, ``len(edges) - 1`` of them.
     edges : ndarray of float64
+        The public bin edges (from ``bins`` and ``range``, never from the data).
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not numeric (strings, booleans, complex numbers, objects, dates, a
+        masked array); ``bins`` is neither an int nor a sequence of numbers; ``range`` is not a
+        pair of real numbers; ``epsilon``, ``delta`` or ``rho`` is not a real number;
+        ``accountant`` is not an accountant; ``rng`` is not one of the accepted kinds; or
+        ``threads`` is not an int.
+    ValueError
+        If ``bins`` is a string such as ``"auto"``, or an int without ``range`` (edges from
+        the data are refused); ``bins`` is an int below 1 or above ``MAX_CELLS`` (2**34);
+        the edges are not finite and strictly increasing, or ``range`` does not have
+        ``low < high``; ``data`` holds NaN or infinity (the message gives its index, never
+        its value); ``noise`` is not ``"laplace"`` or ``"gaussian"``; the privacy keywords do
+        not fit the noise (Laplace: ``epsilon`` required, no ``delta`` or ``rho``; Gaussian:
+        ``rho`` alone, or ``epsilon`` and ``delta`` in (0, 1)) or are NaN, infinite or out of
+        range; ``rho`` alone is given to an accountant of an (epsilon, delta) budget;
+        ``postprocess`` is not one of the accepted values; ``total`` is given without
+        ``postprocess="consistent"`` or is not a non-negative integer; ``threads`` is outside
+        [1, 1024]; or ``rng`` is a negative seed.
+    BudgetExceededError
+        If the accountant cannot afford the release.
+
+    Every error is raised before anything is charged or any noise is drawn.
 
     Notes
     -----
@@ -165,12 +192,26 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, noise: str = "
 
     Examples
     --------
-    >>> import numpy as np, dpfast as dp
+    Ages in four bins of 25 years, at epsilon 1 of a budget of 2 (``rng=7`` fixes the noise
+    for this example: a seed is for tests and research only, never for a real release):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
     >>> ages = np.array([23, 35, 35, 47, 52, 61, 70, 18])
+    >>> acct = dp.Accountant(epsilon=2.0)
     >>> counts, edges = dp.histogram(ages, bins=4, range=(0, 100), epsilon=1.0,
-    ...                              accountant=dp.Accountant(), rng=0)
-    >>> counts.dtype, edges.tolist()
-    (dtype('int64'), [0.0, 25.0, 50.0, 75.0, 100.0])
+    ...                              accountant=acct, rng=7)
+    >>> print(counts, edges.tolist())
+    [ 1  3  2 -1] [0.0, 25.0, 50.0, 75.0, 100.0]
+    >>> print(float(acct.remaining[0]))
+    1.0
+
+    Explicit edges, and counts made consistent with a public total:
+
+    >>> counts, _ = dp.histogram(ages, bins=[0, 18, 65, 120], epsilon=0.5,
+    ...                          postprocess="consistent", total=8, accountant=acct, rng=7)
+    >>> print(int(counts.sum()), counts.min() >= 0)
+    8 True
     """
     func = "histogram"
     m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
@@ -227,16 +268,44 @@ def histogramdd(sample: "ArrayLike", bins: Any, *, noise: str = "laplace",
     Returns
     -------
     counts : ndarray of int64, shape (nbins_1, ..., nbins_D)
-    edges : list of D arrays
+        The noisy count of each cell (or what ``postprocess`` returns).
+    edges : list of D arrays of float64
+        The public edges of each dimension.
+
+    Raises
+    ------
+    TypeError
+        As for :func:`histogram` (``sample`` in place of ``data``).
+    ValueError
+        As for :func:`histogram`, and if ``sample`` is not an (N, D) array or D arrays of
+        equal length; ``bins`` or ``range`` does not give one entry per dimension; a
+        dimension given as a number of bins has no public range; or the table would have
+        more than ``MAX_CELLS`` (2**34) cells (count such a table elsewhere and release it
+        with :func:`dpfast.noisy_counts` and ``out=``).
+    BudgetExceededError
+        If the accountant cannot afford the release.
+
+    Every error is raised before anything is charged or any noise is drawn.
 
     Examples
     --------
-    >>> import numpy as np, dpfast as dp
+    Age by a 0/1 attribute (``rng=7``: a seed is for tests and research only):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
     >>> people = np.array([[30, 0], [41, 1], [52, 1], [67, 0]])
     >>> table, edges = dp.histogramdd(people, bins=[4, 2], range=[(0, 100), (0, 2)],
-    ...                               epsilon=1.0, accountant=dp.Accountant(), rng=0)
-    >>> table.shape
-    (4, 2)
+    ...                               epsilon=1.0, accountant=dp.Accountant(), rng=7)
+    >>> table.shape, [e.tolist() for e in edges]
+    ((4, 2), [[0.0, 25.0, 50.0, 75.0, 100.0], [0.0, 1.0, 2.0]])
+
+    Discrete Gaussian noise paid in rho from a zCDP budget:
+
+    >>> zcdp = dp.Accountant(rho=0.5)
+    >>> table, _ = dp.histogramdd(people, bins=[2, 2], range=[(0, 100), (0, 2)],
+    ...                           noise="gaussian", rho=0.125, accountant=zcdp, rng=7)
+    >>> print(table.dtype, zcdp.spent.rho, zcdp.remaining.rho)
+    int64 0.125 0.375
     """
     func = "histogramdd"
     m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
@@ -295,15 +364,37 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
     Returns
     -------
     ndarray of int64
-        ``len(categories)`` noisy counts, plus the "other" cell if requested.
+        ``len(categories)`` noisy counts, in the order of ``categories``, plus the "other"
+        cell if requested (or what ``postprocess`` returns).
+
+    Raises
+    ------
+    TypeError
+        If ``categories`` is not an ordered sequence (a set, say); ``other`` is not a bool;
+        or, as for :func:`histogram`, a privacy keyword, ``accountant``, ``rng`` or
+        ``threads`` is of the wrong kind.
+    ValueError
+        If ``categories`` repeats a category; ``values`` holds a value outside
+        ``categories`` (or a missing one) and ``other`` is False (the message gives the
+        record's position, never the value); or, as for :func:`histogram`, the privacy
+        keywords, ``postprocess``, ``total``, ``threads`` or ``rng`` are out of range.
+    BudgetExceededError
+        If the accountant cannot afford the release.
+
+    Every error is raised before anything is charged or any noise is drawn.
 
     Examples
     --------
+    Marital status over a public list, a missing value counted in the "other" cell
+    (``rng=7``: a seed is for tests and research only):
+
     >>> import dpfast as dp
-    >>> status = ["Married", "Never-married", "Married", "Divorced"]
-    >>> dp.count_categories(status, ["Married", "Never-married", "Divorced", "Widowed"],
-    ...                     epsilon=1.0, accountant=dp.Accountant(), rng=0).shape
-    (4,)
+    >>> status = ["Married", "Never-married", "Married", "Divorced", None]
+    >>> public = ["Married", "Never-married", "Divorced", "Widowed"]
+    >>> counts = dp.count_categories(status, public, other=True, epsilon=1.0,
+    ...                              accountant=dp.Accountant(), rng=7)
+    >>> print(counts)
+    [ 1  1  0 -1  1]
     """
     func = "count_categories"
     m, rel = _prepare(func, noise, epsilon, delta, rho, accountant, rng, threads, postprocess,
