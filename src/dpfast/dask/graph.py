@@ -23,9 +23,9 @@ from .. import _native
 from .. import validation as _v
 from .._release import Release, refuse_unaffordable
 from ..noise import Gaussian, Laplace
-from ..releases import histograms as _hist
 from ..releases import postprocess as _post
 from ..releases.cells import counting_measure, noisy_cells
+from ..releases.record_tables import check_postprocess
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -74,7 +74,7 @@ def released_counts(func: str, data: Any, columns: list[Hashable] | None, count:
     """The common path of the counting releases: the last checks (the noise and cost of a
     table of sensitivity 1), then :func:`released` of the counts summed on the workers,
     noised with discrete Laplace or discrete Gaussian noise."""
-    _hist.check_postprocess(postprocess, func)
+    check_postprocess(postprocess, func)
     m = counting_measure(func, noise, epsilon, delta, rho, accountant=accountant)
     total = counted(data, columns, count, *args)
     return released(func, total, m, accountant, rng, noise_table, m.noise, postprocess)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import validation as _v
-from ..releases import histograms as _hist
+from ..releases import binning
 from .graph import released_counts
 
 if TYPE_CHECKING:
@@ -109,14 +109,14 @@ def histogram(values: Any, bins: Any = 10, *, noise: str = "laplace",
     if getattr(dtype, "kind", "O") not in "iuf" or not isinstance(dtype, np.dtype):
         raise TypeError(f"The 'values' parameter of dpfast.dask.{func} must hold numeric "
                         f"values (a numpy dtype). Got dtype {dtype} instead.")
-    _, edges = _hist.histogram_counts(np.empty(0, dtype=dtype), bins, range, func, 1)
+    _, edges = binning.histogram_counts(np.empty(0, dtype=dtype), bins, range, func, 1)
     return released_counts(func, values, None, _histogram_counts, (bins, range), noise,
                            epsilon, delta, rho, accountant, rng, postprocess), edges
 
 
 def _histogram_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
     column = part.iloc[:, 0] if hasattr(part, "columns") else part
-    return _hist.histogram_counts(np.asarray(column), bins, range, "histogram", 1)[0]
+    return binning.histogram_counts(np.asarray(column), bins, range, "histogram", 1)[0]
 
 
 def histogramdd(frame: Any, bins: Any, *, noise: str = "laplace",
@@ -201,7 +201,7 @@ def histogramdd(frame: Any, bins: Any, *, noise: str = "laplace",
         raise TypeError(f"The 'frame' parameter of dpfast.dask.{func} must hold numeric "
                         f"columns. Got dtypes {[str(t) for t in dtypes]} instead.")
     dims = len(frame.columns) if hasattr(frame, "columns") else frame.shape[1]
-    _, edges = _hist.histogramdd_counts(np.empty((0, dims)), bins, range, func, 1)
+    _, edges = binning.histogramdd_counts(np.empty((0, dims)), bins, range, func, 1)
     return released_counts(func, frame, None, _histogramdd_counts, (bins, range), noise,
                            epsilon, delta, rho, accountant, rng, postprocess), edges
 
@@ -214,8 +214,8 @@ def _histogramdd_counts(part: Any, bins: Any, range: Any) -> np.ndarray:
     if values.dtype.kind not in "iuf":
         raise TypeError("The 'frame' parameter of dpfast.dask.histogramdd must hold numeric "
                         f"columns. Got a block of dtype {values.dtype} instead.")
-    return _hist.histogramdd_counts(values.astype(np.float64, copy=False), bins, range,
-                                    "histogramdd", 1)[0]
+    return binning.histogramdd_counts(values.astype(np.float64, copy=False), bins, range,
+                                      "histogramdd", 1)[0]
 
 
 def count_categories(values: Any, categories: Sequence[Any], *, noise: str = "laplace",
@@ -288,11 +288,11 @@ def count_categories(values: Any, categories: Sequence[Any], *, noise: str = "la
     """
     func = "count_categories"
     other = _v.check_bool(other, "other", func)
-    _hist.category_counts(np.empty(0, dtype=object), categories, other, func, 1)  # checks
+    binning.category_counts(np.empty(0, dtype=object), categories, other, func, 1)  # checks
     return released_counts(func, values, None, _category_counts, (list(categories), other),
                            noise, epsilon, delta, rho, accountant, rng, postprocess)
 
 
 def _category_counts(part: Any, categories: list[Any], other: bool) -> np.ndarray:
     series = part.iloc[:, 0] if hasattr(part, "columns") else part
-    return _hist.category_counts(series, categories, other, "count_categories", 1)
+    return binning.category_counts(series, categories, other, "count_categories", 1)
