@@ -143,18 +143,68 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
     Returns
     -------
     ndarray
-        ``out`` if given, else a new int64 / float64 array of the shape of ``counts``.
+        ``out`` if given, else a new int64 / float64 array of the shape of ``counts`` (or
+        what ``postprocess`` returns).
+
+    Raises
+    ------
+    TypeError
+        If ``counts`` is not numeric (strings, booleans, complex numbers, objects, a masked
+        array); ``out`` is not a numpy array (or is a masked array); ``progress`` is not a
+        bool; or a privacy keyword, ``sensitivity``, ``accountant``, ``rng`` or ``threads``
+        is of the wrong kind (as for :func:`histogram`).
+    ValueError
+        If ``sensitivity`` is not in (0, inf); the privacy keywords do not fit the noise or
+        give a scale outside the samplers' range (as for :func:`histogram`); ``rho`` alone is
+        given to an accountant of an (epsilon, delta) budget; a count is NaN or infinite, or
+        beyond the exact range (``2**62`` for integer counts into int64, less for an int32
+        ``out``; ``2**52`` grid steps for floating counts: the message gives its index, never
+        its value); ``out`` has the wrong shape or dtype, is not C-contiguous or writeable,
+        overlaps ``counts`` without being the same cells (in memory, or in the same file
+        through another memory map), or is a memory map of a file without a name; the noise
+        could overflow an int32 ``out``; ``postprocess`` is not one of the accepted values,
+        or is ``"consistent"`` or a callable with ``out``; ``durability`` is not
+        ``"process"`` or ``"power"``; ``threads`` or ``rng`` is out of range; or, for
+        ``out`` in a file, the journal beside it belongs to another release, holds an
+        interrupted release made with other noise or privacy parameters, or says its cells
+        were already released.
+    ImportError
+        If ``progress=True`` and tqdm is not installed.
+    BudgetExceededError
+        If the accountant cannot afford the release.
+
+    Every error is raised before anything is charged or any noise is drawn.
 
     Examples
     --------
-    >>> import numpy as np, dpfast as dp
+    A table counted elsewhere, at epsilon 0.5 (``rng=7`` fixes the noise for this example:
+    a seed is for tests and research only, never for a real release):
+
+    >>> import numpy as np
+    >>> import dpfast as dp
     >>> table = np.array([[120, 4], [0, 37]])
-    >>> dp.noisy_counts(table, epsilon=0.5, accountant=dp.Accountant(), rng=0).shape
-    (2, 2)
-    >>> zcdp = dp.Accountant(rho=0.5)               # discrete Gaussian noise, sigma = 5
+    >>> print(dp.noisy_counts(table, epsilon=0.5, accountant=dp.Accountant(), rng=7))
+    [[117   3]
+     [ -3  34]]
+    >>> print(dp.noisy_counts(table, epsilon=0.5, postprocess="clip",
+    ...                       accountant=dp.Accountant(), rng=7))
+    [[117   3]
+     [  0  34]]
+
+    In place, block by block (``out=counts``; a ``numpy.memmap`` of a file works alike):
+
+    >>> cells = np.array([5, 0, 12], dtype=np.int64)
+    >>> released = dp.noisy_counts(cells, epsilon=1.0, out=cells, accountant=dp.Accountant(),
+    ...                            rng=7)
+    >>> released is cells
+    True
+
+    Discrete Gaussian noise under a zCDP budget (sigma = 5 at rho = 0.02):
+
+    >>> zcdp = dp.Accountant(rho=0.5)
     >>> dp.noisy_counts(table, noise="gaussian", rho=0.02, accountant=zcdp, rng=0).dtype
     dtype('int64')
-    >>> zcdp.spent.rho
+    >>> print(zcdp.spent.rho)
     0.02
     """
     func = "noisy_counts"
