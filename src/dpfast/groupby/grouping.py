@@ -29,7 +29,71 @@ __all__ = ["group_by", "GroupBy"]
 
 
 class GroupBy:
-    """A grouping of records, ready for :meth:`agg` (see :func:`group_by`)."""
+    """A grouping of records, ready for :meth:`agg` (made by :func:`group_by`).
+
+    Nothing is charged or drawn until :meth:`agg`: the grouping holds the records, the
+    column of keys, what a person is and how much of a person's data a release may use.
+    :meth:`plan` shows, for free, what a release would measure and what each measurement
+    costs.
+
+    :meth:`agg` releases, per key, any of these statistics (``name=`` what to release):
+    ``"count"`` (rows); ``(column, "sum")``, ``(column, "mean")``, ``(column,
+    "variance")`` (or ``"var"``), ``(column, "std")`` (noisy sums of the values clamped to
+    their public bounds, and of their squares for a variance); ``(column, "median")`` and
+    ``(column, q)`` for a quantile level ``q`` in [0, 1], e.g. ``("salary", 0.9)`` (the
+    exponential mechanism on each key's clamped values).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of columns, or path
+        The records, one row each (a ``.parquet`` path is read column by column).
+    by : str
+        The column of keys.
+    privacy_unit : str, optional
+        The column naming each row's person; without it each row is a person.
+    max_groups, max_rows : int, optional
+        The contribution bounds: at most ``max_groups`` keys per person and ``max_rows``
+        rows per key (>= 1; above 1 only with ``privacy_unit``).
+    keys : sequence, optional
+        Public keys (every one in the output); None: keys selected privately.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not a pandas or polars DataFrame, a pyarrow Table, a dict of columns
+        or a path to a ``.parquet`` file; or ``max_groups`` or ``max_rows`` is not an int.
+    ValueError
+        If ``by`` or ``privacy_unit`` names a column the data does not have; the columns
+        are not of one length; ``max_groups`` or ``max_rows`` is outside [1, 2**31 - 1];
+        or either is above 1 without ``privacy_unit`` (each row is then a person).
+
+    Examples
+    --------
+    Public keys: the median, the 90th percentile and the standard deviation of salaries
+    per department, each row a person (``rng=7`` fixes the noise for this example: a seed
+    is for tests and research only, never for a real release):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import dpfast as dp
+    >>> frame = pd.DataFrame({"dept": np.repeat(["ops", "research", "sales"], 400),
+    ...                       "salary": np.tile(np.linspace(30_000, 150_000, 400), 3)})
+    >>> grouped = dp.group_by(frame, "dept", keys=["ops", "research", "sales"])
+    >>> grouped
+    GroupBy(by='dept', privacy_unit='each row', max_groups=1, max_rows=1, keys=public)
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> out = grouped.agg(med=("salary", "median"), p90=("salary", 0.9),
+    ...                   sd=("salary", "std"), bounds={"salary": (0, 200_000)},
+    ...                   epsilon=0.3, accountant=acct, rng=7)
+    >>> print(out.round(-4).astype(int))
+                 med     p90     sd
+    dept
+    ops        90000  150000  30000
+    research  110000  130000  40000
+    sales     100000  140000  40000
+    >>> print(round(acct.remaining[0], 2))
+    0.7
+    """
 
     __slots__ = ("data", "by", "privacy_unit", "max_groups", "max_rows", "keys", "rows")
 
@@ -194,7 +258,37 @@ class GroupBy:
         """What :meth:`agg` with these arguments would measure, what each measurement costs
         and the standard deviation of its noise, and (private keys) the number of people at
         which a key is released with probability 1/2 and 0.99 -- nothing charged or drawn.
-        Returns a pandas DataFrame (a list of dicts without pandas)."""
+
+        Parameters
+        ----------
+        epsilon, delta, rho, noise, bounds, selection, selection_rule, accountant
+            As for :meth:`agg` (the accountant only decides how a cost given in rho is
+            read).
+        **aggregations
+            As for :meth:`agg`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per measurement (the key selection's first, for private keys). A list
+            of dicts without pandas.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`agg` raises them for the same arguments (no column's values are
+            read).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import dpfast as dp
+        >>> frame = pd.DataFrame({"dept": ["ops", "sales", "ops"], "salary": [5e4, 6e4, 7e4]})
+        >>> plan = dp.group_by(frame, "dept", keys=["ops", "sales"]).plan(
+        ...     n="count", avg=("salary", "mean"), bounds={"salary": (0, 200_000)}, epsilon=1.0)
+        >>> list(plan["measurement"])
+        ['count', 'centred sum of salary']
+        """
         func = "GroupBy.plan"
         gp = self._plan(func, aggregation_specs(aggregations, func), bounds, noise, epsilon,
                         delta, rho, selection, accountant, selection_rule)
@@ -215,19 +309,30 @@ class GroupBy:
         Parameters
         ----------
         epsilon, delta, rho, noise
-            The whole budget of the release (see :func:`dpfast.noisy_counts`). Private keys
-            need ``epsilon`` and ``delta`` > 0: the key selection takes ``selection`` of
-            epsilon and (Laplace noise) all of delta, (Gaussian) half of it.
+            The whole budget of the release (see :func:`dpfast.noisy_counts`): Laplace
+            noise takes ``epsilon``; Gaussian noise ``rho`` alone (public keys only) or
+            ``epsilon`` and ``delta``. Private keys need ``epsilon`` and ``delta`` > 0.
         bounds : dict
-            Public clamping bounds per value column, ``{"salary": (0, 300000)}``.
+            Public clamping bounds per value column, ``{"salary": (0, 300000)}`` (required
+            for every column a statistic names).
         selection : float, optional
-            The key selection's share of epsilon (default: an equal share with each
-            measurement).
+            The key selection's share of epsilon under the optimal and weighted Gaussian
+            rules (default: an equal share with each measurement); with Laplace noise the
+            selection also takes all of delta, with Gaussian noise half of it.
+        selection_rule : {"auto", "count", "optimal", "gaussian"}, optional
+            How private keys are selected: ``"count"`` releases a key whose noisy count
+            passes a threshold (costs delta only; needs a count measured with Laplace
+            noise), ``"optimal"`` the optimal rule on the number of people, ``"gaussian"``
+            the weighted Gaussian rule. ``"auto"`` (default): the count rule when a count is
+            measured with Laplace noise, else the optimal rule for ``max_groups=1`` and the
+            weighted Gaussian rule above. Checked with public keys too, where it does
+            nothing.
         accountant, rng, threads
             As for every release.
         **aggregations
             ``name="count"`` or ``name=(column, statistic)`` with statistic one of
-            ``"sum"``, ``"mean"``, ``"variance"`` (``"var"``), ``"std"``.
+            ``"sum"``, ``"mean"``, ``"variance"`` (``"var"``), ``"std"``, ``"median"``, or a
+            quantile level in [0, 1] such as ``0.9``.
 
         Returns
         -------
@@ -236,6 +341,46 @@ class GroupBy:
             in the order given. ``.attrs["privacy_unit"]`` says what a person is and
             ``.attrs["plan"]`` what was measured. (A dict of numpy arrays, ``"key"`` first,
             without pandas.)
+
+        Raises
+        ------
+        TypeError
+            If ``bounds`` is not a dict while a statistic names a column; a value column is
+            not numeric; or ``accountant``, ``rng`` or ``threads`` is of the wrong kind.
+        ValueError
+            If no statistic is named, or one is not of the forms above; a column is missing
+            or its bounds are missing, not finite or not ``low < high``; the privacy
+            keywords do not fit the noise or are out of range; private keys are asked
+            without ``epsilon`` and ``delta`` > 0, or with ``rho``; ``delta / max_groups``
+            is below the smallest normal float; ``selection`` is outside (0, 1);
+            ``selection_rule`` is unknown, or ``"count"`` without a Laplace count; a key or
+            value is missing (null, NaN: given by position, never by value); the table is
+            too large for exact sums; or ``threads`` or ``rng`` is out of range.
+        BudgetExceededError
+            If the accountant cannot afford the release.
+
+        Every error is raised before anything is charged or any noise is drawn.
+
+        Examples
+        --------
+        Private keys: each person keeps at most 3 rows of one department; a department is
+        released only if enough people have rows in it (``rng=7``: a seed is for tests and
+        research only):
+
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> import dpfast as dp
+        >>> frame = pd.DataFrame({"dept": np.repeat(["ops", "research", "sales"], 400),
+        ...                       "user_id": np.arange(1200) % 500,
+        ...                       "salary": np.tile(np.linspace(30_000, 150_000, 400), 3)})
+        >>> acct = dp.Accountant(epsilon=1.0, delta=1e-5)
+        >>> out = dp.group_by(frame, "dept", privacy_unit="user_id", max_rows=3).agg(
+        ...     n="count", avg=("salary", "mean"), bounds={"salary": (0, 200_000)},
+        ...     epsilon=0.5, delta=1e-6, accountant=acct, rng=7)
+        >>> list(out.columns), out.attrs["privacy_unit"]
+        (['n', 'avg'], 'user_id')
+        >>> print(acct.remaining)
+        (0.5, 9e-06)
         """
         func = "GroupBy.agg"
         specs = aggregation_specs(aggregations, func)
@@ -324,6 +469,43 @@ def group_by(data: object, by: str, *, privacy_unit: str | None = None, max_grou
     Returns
     -------
     GroupBy
+        The grouping; nothing is charged or drawn until :meth:`GroupBy.agg`, whose
+        statistics (counts, sums, means, variances, standard deviations, medians and
+        quantiles) are listed at :class:`GroupBy`.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not a pandas or polars DataFrame, a pyarrow Table, a dict of columns
+        or a path to a ``.parquet`` file; or ``max_groups`` or ``max_rows`` is not an int.
+    ValueError
+        If ``by`` or ``privacy_unit`` names a column the data does not have; the columns
+        are not of one length; ``max_groups`` or ``max_rows`` is outside [1, 2**31 - 1];
+        or either is above 1 without ``privacy_unit`` (each row is then a person).
+
+    Examples
+    --------
+    A per-department count and mean salary, each person keeping at most 3 rows of one
+    department, the departments selected privately (``rng=7`` fixes the noise for this
+    example: a seed is for tests and research only, never for a real release):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import dpfast as dp
+    >>> frame = pd.DataFrame({"dept": np.repeat(["ops", "research", "sales"], 400),
+    ...                       "user_id": np.arange(1200) % 500,
+    ...                       "salary": np.tile(np.linspace(30_000, 150_000, 400), 3)})
+    >>> grouped = dp.group_by(frame, "dept", privacy_unit="user_id", max_rows=3)
+    >>> grouped
+    GroupBy(by='dept', privacy_unit='user_id', max_groups=1, max_rows=3, keys=private)
+    >>> acct = dp.Accountant(epsilon=1.0, delta=1e-5)
+    >>> out = grouped.agg(n="count", avg=("salary", "mean"), bounds={"salary": (0, 200_000)},
+    ...                   epsilon=0.5, delta=1e-6, accountant=acct, rng=7)
+    >>> print(out.round({"avg": -3}).astype(int))
+                n    avg
+    dept
+    ops       164  90000
+    research  185  88000
     """
     return GroupBy(data, by, privacy_unit=privacy_unit, max_groups=max_groups,
                    max_rows=max_rows, keys=keys)
