@@ -35,7 +35,7 @@ on the ChaCha20 keystream) where ``floor(U * (k - 1))`` would not be.
 
 Estimators
 ----------
-Responses are post-processing-free to analyse. :func:`rr_estimate_proportion` and
+Analysing responses is post-processing: it costs no budget. :func:`rr_estimate_proportion` and
 :func:`rr_estimate_counts` invert the response probabilities to get unbiased estimates of
 the true proportion of ones / true category counts, and return an unbiased estimate of
 their variance. The variance is over the mechanism's randomness with the respondents'
@@ -128,15 +128,24 @@ def rr_epsilon(p: float) -> float:
         the last place), so it is never below the true loss. This is what
         :func:`randomized_response` charges for ``p=``.
 
+    Raises
+    ------
+    TypeError
+        ``p`` is not a real number (a bool included).
+    ValueError
+        ``p`` is outside (0, 1) or NaN (``p = 1`` always tells the truth; ``p = 0`` always
+        answers 0).
+
     Examples
     --------
     >>> import math
     >>> import dpfast as dp
-    >>> from dpfast import rr_epsilon
-    >>> math.isclose(rr_epsilon(0.5), math.log(3), rel_tol=1e-15)
+    >>> math.isclose(dp.rr_epsilon(0.5), math.log(3), rel_tol=1e-15)
     True
-    >>> math.isclose(rr_epsilon(0.8), math.log(21), rel_tol=1e-14)
+    >>> math.isclose(dp.rr_epsilon(0.8), math.log(21), rel_tol=1e-14)
     True
+    >>> round(dp.rr_epsilon(0.25), 6)         # ln(7/3): below 1/2 the "1" answer limits
+    0.847298
     """
     x = _check_p(p, "rr_epsilon")
     return _log_up(_ratio_bits(x))
@@ -202,11 +211,22 @@ def rr_response_probabilities(*, p: float | None = None,
         ``(1 - q, q)`` with ``q`` the keep probability for ``epsilon=`` (the double the
         mechanism uses, a few units of 2**-53 below ``e**eps / (1 + e**eps)``).
 
+    Raises
+    ------
+    TypeError
+        ``p`` or ``epsilon`` is not a real number (a bool included).
+    ValueError
+        Both or neither of ``p`` and ``epsilon`` given; ``p`` outside (0, 1); ``epsilon``
+        <= 0, NaN or infinite.
+
     Examples
     --------
-    >>> from dpfast import rr_response_probabilities
-    >>> rr_response_probabilities(p=0.5)
+    >>> import dpfast as dp
+    >>> dp.rr_response_probabilities(p=0.5)
     (0.25, 0.75)
+    >>> lo, hi = dp.rr_response_probabilities(epsilon=1.0)   # 1 - q, q = e / (1 + e)
+    >>> round(lo, 6), round(hi, 6)
+    (0.268941, 0.731059)
     """
     func = "rr_response_probabilities"
     lam0, lam1, _, _, _ = _scheme(p, epsilon, func)
@@ -232,12 +252,21 @@ def rr_categorical_probabilities(k: _IntLike, *, epsilon: float) -> tuple[float,
         ``e**eps / (e**eps + k - 1)`` whose odds ratio ``q (k - 1)/(1 - q)`` does not
         exceed ``e**eps``, and ``r = (1 - q)/(k - 1)``, that of each other category.
 
+    Raises
+    ------
+    TypeError
+        ``k`` is not an int (a bool or a float included); ``epsilon`` is not a real number.
+    ValueError
+        ``k`` is outside [2, 2**62]; ``epsilon`` is <= 0, NaN or infinite.
+
     Examples
     --------
-    >>> from dpfast import rr_categorical_probabilities
-    >>> q, r = rr_categorical_probabilities(4, epsilon=1.0)
+    >>> import dpfast as dp
+    >>> q, r = dp.rr_categorical_probabilities(4, epsilon=1.0)
     >>> round(q, 6), round(r, 6)
     (0.475367, 0.174878)
+    >>> round(q / r, 6) <= round(2.718281828459045, 6)      # the odds ratio, at most e
+    True
     """
     func = "rr_categorical_probabilities"
     kk = _check_k(k, func)
@@ -307,10 +336,15 @@ def randomized_response(bits: ArrayLike, *, p: float | None = None,
 
     Raises
     ------
-    TypeError, ValueError
-        For an invalid argument (entries other than 0/1, NaN, both or neither of ``p`` and
-        ``epsilon``, ``p`` outside (0, 1), ``epsilon <= 0``, ...), before anything is charged
-        or drawn.
+    TypeError
+        ``bits`` is not numeric or boolean data (strings, objects); ``p`` or ``epsilon`` is
+        not a real number; ``accountant`` is not an accountant; ``rng`` is not one of the
+        accepted kinds; ``threads`` is not an int.
+    ValueError
+        An entry of ``bits`` other than 0 or 1 (NaN included; the message gives its
+        position, never its value); both or neither of ``p`` and ``epsilon``; ``p``
+        outside (0, 1); ``epsilon`` <= 0, NaN or infinite; ``threads`` outside [1, 1024].
+        Raised before anything is charged or drawn.
     BudgetExceededError
         If the accountant cannot afford the epsilon; nothing is drawn.
 
@@ -323,11 +357,27 @@ def randomized_response(bits: ArrayLike, *, p: float | None = None,
 
     Examples
     --------
+    10,000 yes/no answers, 30 % of them yes, randomized at epsilon = 1, and the proportion
+    estimated back (``rng=11`` makes the example reproducible: a seed is for tests and
+    research only, never for a real release):
+
+    >>> import numpy as np
     >>> import dpfast as dp
-    >>> acct = dp.Accountant()
+    >>> truth = (np.random.default_rng(1).random(10_000) < 0.3).astype(int)
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> noisy = dp.randomized_response(truth, epsilon=1.0, accountant=acct, rng=11)
+    >>> noisy.dtype, noisy.shape, tuple(acct.spent)
+    (dtype('uint8'), (10000,), (1.0, 0.0))
+    >>> round(float(noisy.mean()), 3)         # the raw share of yes: biased towards 1/2
+    0.405
+    >>> est, var = dp.rr_estimate_proportion(noisy, epsilon=1.0)
+    >>> round(float(truth.mean()), 3), round(est, 3), round(var ** 0.5, 4)
+    (0.299, 0.293, 0.0096)
+
+    The two-coin scheme charges :func:`rr_epsilon` of its ``p``:
+
+    >>> acct = dp.Accountant(epsilon=2.0)
     >>> noisy = dp.randomized_response([1, 0, 1, 1], p=0.5, accountant=acct, rng=3)
-    >>> noisy.dtype, noisy.shape
-    (dtype('uint8'), (4,))
     >>> round(acct.spent[0], 12)            # ln 3
     1.098612288668
     """
@@ -398,23 +448,41 @@ def randomized_response_categorical(values: ArrayLike,
 
     Raises
     ------
-    TypeError, ValueError
-        For an invalid argument (a value outside ``categories``, repeated or fewer than two
-        categories, ``epsilon <= 0``, ...), before anything is charged or drawn. The error
-        for a value outside the categories gives its position, not the value, since error
-        messages end up in logs.
+    TypeError
+        ``categories`` is neither an ordered sequence nor an int (a str, a set or a mapping
+        included); ``epsilon`` is not a real number; ``accountant`` is not an accountant;
+        ``rng`` is not one of the accepted kinds; ``threads`` is not an int.
+    ValueError
+        A value outside ``categories`` (or, with ``categories=k``, a code outside
+        ``0..k-1``); the error gives its position, not the value, since error messages end
+        up in logs. Fewer than two categories, a repeated category or a NaN among them;
+        ``k`` outside [2, 2**62]; ``epsilon`` <= 0, NaN or infinite; ``threads`` outside
+        [1, 1024]. Raised before anything is charged or drawn.
     BudgetExceededError
         If the accountant cannot afford ``epsilon``; nothing is drawn.
 
     Examples
     --------
+    5,000 answers to "how do you get to work?", randomized at epsilon = 1, and the counts
+    estimated back (``rng=5`` makes the example reproducible: a seed is for tests and
+    research only, never for a real release):
+
+    >>> import numpy as np
     >>> import dpfast as dp
-    >>> from dpfast import randomized_response_categorical
-    >>> acct = dp.Accountant()
-    >>> codes = randomized_response_categorical(["a", "c", "b", "a"], ["a", "b", "c"],
-    ...                                         epsilon=1.0, accountant=acct, rng=5)
-    >>> codes.dtype, codes.shape, acct.spent
-    (dtype('int64'), (4,), (1.0, 0.0))
+    >>> modes = ["bus", "car", "bike", "walk"]
+    >>> answers = np.random.default_rng(1).choice(modes, 5000, p=[0.2, 0.5, 0.1, 0.2])
+    >>> acct = dp.Accountant(epsilon=1.0)
+    >>> codes = dp.randomized_response_categorical(answers, modes, epsilon=1.0,
+    ...                                            accountant=acct, rng=5)
+    >>> codes.dtype, codes.shape, tuple(acct.spent)
+    (dtype('int64'), (5000,), (1.0, 0.0))
+    >>> np.asarray(modes)[codes[:4]].tolist()         # the reported answers
+    ['car', 'walk', 'bus', 'walk']
+    >>> counts, var = dp.rr_estimate_counts(codes, 4, epsilon=1.0)
+    >>> counts.round().tolist(), np.sqrt(var).round().tolist()
+    ([1007.0, 2594.0, 368.0, 1030.0], [96.0, 105.0, 92.0, 96.0])
+    >>> [int((answers == m).sum()) for m in modes]    # the true counts
+    [1012, 2497, 493, 998]
     """
     func = "randomized_response_categorical"
     eps = _v.check_epsilon(epsilon, func)
@@ -499,16 +567,30 @@ def rr_estimate_proportion(noisy_bits: ArrayLike, *, p: float | None = None,
         Unbiased, non-negative estimate of the estimator's variance over the mechanism's
         coins (true answers fixed); see :func:`rr_proportion_variance`.
 
+    Raises
+    ------
+    TypeError
+        ``noisy_bits`` is not numeric or boolean data; ``p`` or ``epsilon`` is not a real
+        number.
+    ValueError
+        ``noisy_bits`` is empty or has an entry other than 0 or 1 (its position given);
+        both or neither of ``p`` and ``epsilon``; ``p`` outside (0, 1); ``epsilon`` <= 0,
+        NaN or infinite.
+
     Examples
     --------
+    3,000 yes among 10,000 answers, randomized at epsilon = 1 (``rng=11``: a seed is for
+    tests and research only), then estimated with its standard error:
+
     >>> import dpfast as dp
-    >>> from dpfast import rr_estimate_proportion
     >>> truth = [1] * 3000 + [0] * 7000
-    >>> noisy = dp.randomized_response(truth, epsilon=1.0, accountant=dp.Accountant(),
-    ...                                rng=11)
-    >>> est, var = rr_estimate_proportion(noisy, epsilon=1.0)
+    >>> noisy = dp.randomized_response(truth, epsilon=1.0,
+    ...                                accountant=dp.Accountant(epsilon=1.0), rng=11)
+    >>> est, var = dp.rr_estimate_proportion(noisy, epsilon=1.0)
     >>> abs(est - 0.3) < 5 * var ** 0.5
     True
+    >>> round(var ** 0.5, 3)                  # about 1 percentage point
+    0.01
     """
     func = "rr_estimate_proportion"
     lam0, lam1, slope, _, _ = _scheme(p, epsilon, func)
@@ -550,10 +632,24 @@ def rr_proportion_variance(proportion: float, n: _IntLike, *,
         answers fixed. For a random sample from a population, the variance about the
         population proportion is this plus ``pi (1 - pi)/n``.
 
+    Raises
+    ------
+    TypeError
+        ``proportion``, ``p`` or ``epsilon`` is not a real number; ``n`` is not an int (a
+        bool or a float included).
+    ValueError
+        ``proportion`` outside [0, 1]; ``n`` < 1; both or neither of ``p`` and
+        ``epsilon``; ``p`` outside (0, 1); ``epsilon`` <= 0, NaN or infinite.
+
     Examples
     --------
-    >>> from dpfast import rr_proportion_variance
-    >>> round(rr_proportion_variance(0.5, 1000, p=0.5), 8)
+    Planning a survey: the standard error of the estimated proportion for 10,000
+    respondents of whom 30 % say yes, at epsilon = 1 (no data needed, nothing charged):
+
+    >>> import dpfast as dp
+    >>> round(dp.rr_proportion_variance(0.3, 10_000, epsilon=1.0) ** 0.5, 4)
+    0.0096
+    >>> round(dp.rr_proportion_variance(0.5, 1000, p=0.5), 8)
     0.00075
     """
     func = "rr_proportion_variance"
@@ -597,17 +693,33 @@ def rr_estimate_counts(noisy_codes: ArrayLike, k: _IntLike, *, epsilon: float,
         (q - r)**2`` (non-negative), or of the covariance matrix, over the mechanism's coins
         with the true answers fixed.
 
+    Raises
+    ------
+    TypeError
+        ``noisy_codes`` is not integer data (floats, strings); ``k`` is not an int;
+        ``epsilon`` is not a real number; ``covariance`` is not a bool.
+    ValueError
+        ``noisy_codes`` is empty, holds NaN, or has a code outside ``[0, k)`` (its position
+        given); ``k`` outside [2, 2**62]; ``epsilon`` <= 0, NaN or infinite.
+
     Examples
     --------
+    Codes ``0..2`` of 10,000 respondents (``rng=2``: a seed is for tests and research
+    only):
+
     >>> import numpy as np
     >>> import dpfast as dp
-    >>> from dpfast import randomized_response_categorical, rr_estimate_counts
     >>> truth = np.repeat([0, 1, 2], [5000, 3000, 2000])
-    >>> codes = randomized_response_categorical(truth, 3, epsilon=2.0,
-    ...                                         accountant=dp.Accountant(), rng=2)
-    >>> counts, var = rr_estimate_counts(codes, 3, epsilon=2.0)
+    >>> codes = dp.randomized_response_categorical(
+    ...     truth, 3, epsilon=2.0, accountant=dp.Accountant(epsilon=2.0), rng=2)
+    >>> counts, var = dp.rr_estimate_counts(codes, 3, epsilon=2.0)
     >>> bool(np.all(np.abs(counts - [5000, 3000, 2000]) < 5 * np.sqrt(var)))
     True
+    >>> round(float(counts.sum()), 6)         # the estimates sum to n
+    10000.0
+    >>> counts, cov = dp.rr_estimate_counts(codes, 3, epsilon=2.0, covariance=True)
+    >>> cov.shape
+    (3, 3)
     """
     func = "rr_estimate_counts"
     kk = _check_k(k, func)
