@@ -8,6 +8,40 @@ raw data must have released it through a mechanism of its own.
 
 The functions are vectorised numpy code: their cost is a handful of passes over the data, plus
 a sort of those cells that a few cheap pruning passes could not settle.
+
+:func:`clip_nonnegative` sets negative counts to 0; :func:`consistent_counts` gives the
+non-negative integers closest to the noisy counts that sum to a total (the noisy sum, or a
+released one); :func:`project_simplex` and :func:`round_preserving_sum` are its two steps;
+:func:`apply` is what the releases' ``postprocess=`` keyword calls (``"clip"``,
+``"consistent"`` or a callable).
+
+Examples
+--------
+Six noisy counts released at epsilon = 0.5, then made non-negative integers at no cost
+(``rng=4`` makes the example reproducible: a seed is for tests and research only, never
+for a real release):
+
+>>> import numpy as np
+>>> import dpfast as dp
+>>> acct = dp.Accountant(epsilon=1.0)
+>>> noisy = dp.noisy_counts(np.array([120, 3, 0, 41, 9, 1]), epsilon=0.5,
+...                         accountant=acct, rng=4)
+>>> noisy
+array([118,   6,  -6,  45,   7,   4])
+>>> dp.postprocess.clip_nonnegative(noisy)
+array([118,   6,   0,  45,   7,   4])
+>>> fixed = dp.postprocess.consistent_counts(noisy)   # keeps the noisy sum, 174
+>>> fixed, int(fixed.sum())
+(array([117,   5,   0,  44,   6,   2]), 174)
+>>> tuple(acct.spent)                                 # post-processing is free
+(0.5, 0.0)
+
+The two steps on their own:
+
+>>> dp.postprocess.project_simplex([0.5, -0.2, 0.9], 1.0).round(6).tolist()
+[0.3, 0.0, 0.7]
+>>> dp.postprocess.round_preserving_sum([1.4, 2.3, 3.3], 7)
+array([2, 2, 3])
 """
 import math
 import numbers
