@@ -1,3 +1,4 @@
+"""``python -m dpfast``: the command line (:mod:`dpfast.cli`)."""
 import sys
 
 from .cli import main
