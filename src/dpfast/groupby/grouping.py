@@ -355,11 +355,10 @@ class GroupBy:
             is below the smallest normal float; ``selection`` is outside (0, 1);
             ``selection_rule`` is unknown, or ``"count"`` without a Laplace count; a key or
             value is missing (null, NaN: given by position, never by value); the table is
-            too large for exact sums; or ``threads`` or ``rng`` is out of range.
+            too large for exact sums; or ``threads`` or ``rng`` is out of range. Raised, as
+            the TypeErrors, before anything is charged or drawn.
         BudgetExceededError
-            If the accountant cannot afford the release.
-
-        Every error is raised before anything is charged or any noise is drawn.
+            If the accountant cannot afford the release; nothing is charged or drawn.
 
         Examples
         --------

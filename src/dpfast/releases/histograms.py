@@ -167,13 +167,12 @@ def noisy_counts(counts: "ArrayLike", *, noise: str = "laplace", epsilon: float 
         ``"process"`` or ``"power"``; ``threads`` or ``rng`` is out of range; or, for
         ``out`` in a file, the journal beside it belongs to another release, holds an
         interrupted release made with other noise or privacy parameters, or says its cells
-        were already released.
+        were already released. Raised, as the TypeErrors, before anything is charged or
+        drawn.
     ImportError
         If ``progress=True`` and tqdm is not installed.
     BudgetExceededError
-        If the accountant cannot afford the release.
-
-    Every error is raised before anything is charged or any noise is drawn.
+        If the accountant cannot afford the release; nothing is charged or drawn.
 
     Examples
     --------

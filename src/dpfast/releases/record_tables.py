@@ -174,11 +174,10 @@ def histogram(data: "ArrayLike", bins: "int | ArrayLike" = 10, *, noise: str = "
         range; ``rho`` alone is given to an accountant of an (epsilon, delta) budget;
         ``postprocess`` is not one of the accepted values; ``total`` is given without
         ``postprocess="consistent"`` or is not a non-negative integer; ``threads`` is outside
-        [1, 1024]; or ``rng`` is a negative seed.
+        [1, 1024]; or ``rng`` is a negative seed. Raised, as
+        the TypeErrors, before anything is charged or drawn.
     BudgetExceededError
-        If the accountant cannot afford the release.
-
-    Every error is raised before anything is charged or any noise is drawn.
+        If the accountant cannot afford the release; nothing is charged or drawn.
 
     Notes
     -----
@@ -281,11 +280,10 @@ def histogramdd(sample: "ArrayLike", bins: Any, *, noise: str = "laplace",
         equal length; ``bins`` or ``range`` does not give one entry per dimension; a
         dimension given as a number of bins has no public range; or the table would have
         more than ``MAX_CELLS`` (2**34) cells (count such a table elsewhere and release it
-        with :func:`dpfast.noisy_counts` and ``out=``).
+        with :func:`dpfast.noisy_counts` and ``out=``). Raised, as
+        the TypeErrors, before anything is charged or drawn.
     BudgetExceededError
-        If the accountant cannot afford the release.
-
-    Every error is raised before anything is charged or any noise is drawn.
+        If the accountant cannot afford the release; nothing is charged or drawn.
 
     Examples
     --------
@@ -377,11 +375,10 @@ def count_categories(values: "ArrayLike", categories: "Sequence[Any] | NDArray[A
         If ``categories`` repeats a category; ``values`` holds a value outside
         ``categories`` (or a missing one) and ``other`` is False (the message gives the
         record's position, never the value); or, as for :func:`histogram`, the privacy
-        keywords, ``postprocess``, ``total``, ``threads`` or ``rng`` are out of range.
+        keywords, ``postprocess``, ``total``, ``threads`` or ``rng`` are out of range. Raised, as
+        the TypeErrors, before anything is charged or drawn.
     BudgetExceededError
-        If the accountant cannot afford the release.
-
-    Every error is raised before anything is charged or any noise is drawn.
+        If the accountant cannot afford the release; nothing is charged or drawn.
 
     Examples
     --------
