@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dpfast.releases import postprocess as pp
+from dpfast.releases import simplex
 from dpfast.releases.postprocess import (
     apply,
     clip_nonnegative,
@@ -217,8 +218,8 @@ def test_projection_large_heavy_tailed_input_uses_the_sort(monkeypatch):
     # Concave spreads make each pruning pass drop only a few cells, so after the allowed
     # passes the sort has to settle the threshold.
     calls = []
-    real = pp._sorted_threshold
-    monkeypatch.setattr(pp, "_sorted_threshold", lambda *a: calls.append(1) or real(*a))
+    real = simplex._sorted_threshold
+    monkeypatch.setattr(simplex, "_sorted_threshold", lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(3)
     for values, total in [(-np.arange(2000.0) ** 2, 1e5), (np.sqrt(np.arange(2000.0)), 100.0)]:
         values = rng.permutation(values)
@@ -326,10 +327,10 @@ def test_rounding_rejects(x, total, exc, pattern):
 def test_rounding_repair_path_for_out_of_reach_sums():
     # consistent_counts repairs a float projection whose sum drifted by whole units; the
     # public function refuses such input instead.
-    y = pp._largest_remainder(np.array([2.0, 3.0, 0.5]), 3, "f", repair=True)
+    y = simplex.largest_remainder(np.array([2.0, 3.0, 0.5]), 3, "f", repair=True)
     assert y.sum() == 3 and np.all(y >= 0)
     np.testing.assert_array_equal(y, [1, 2, 0])  # the zero fractions give first, lowest first
-    y = pp._largest_remainder(np.array([0.2, 0.3]), 5, "f", repair=True)
+    y = simplex.largest_remainder(np.array([0.2, 0.3]), 5, "f", repair=True)
     np.testing.assert_array_equal(y, [2, 3])
 
 
@@ -400,8 +401,8 @@ def test_consistent_counts_beyond_the_exact_range_use_floats():
 
 def test_consistent_integer_path_jumps_when_pruning_is_slow(monkeypatch):
     calls = []
-    real = pp._sorted_threshold
-    monkeypatch.setattr(pp, "_sorted_threshold", lambda *a: calls.append(1) or real(*a))
+    real = simplex._sorted_threshold
+    monkeypatch.setattr(simplex, "_sorted_threshold", lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(5)
     counts = rng.permutation(-np.arange(3000, dtype=np.int64) ** 2)
     total = 10**5 + 7
