@@ -30,6 +30,8 @@ import pytest
 import dpfast as dp
 from dpfast import _native
 from dpfast.linear import hierarchy as hi
+from dpfast.linear.hierarchy_estimates import level_counts
+from dpfast.linear.hierarchy_split import SplitObjective
 from dpfast.zcdp import rho_from_epsilon_delta
 from refusals import GAUSSIAN_BAD_KEYWORDS, spends_nothing
 
@@ -202,7 +204,7 @@ def test_estimates_are_unbiased_with_the_stated_variances():
         est.append(np.concatenate(rel.estimates))
     est = np.array(est)
     want = np.concatenate(rel.variances)
-    true = np.concatenate(hi._level_counts(x.astype(np.int64), params.parents))
+    true = np.concatenate(level_counts(x.astype(np.int64), params.parents))
     assert np.all(np.abs(est.mean(axis=0) - true) < 6 * np.sqrt(want / runs))
     ratio = est.var(axis=0, ddof=1) / want
     assert np.all(np.abs(ratio - 1) < 6 * math.sqrt(2 / (runs - 1))), ratio
@@ -232,7 +234,7 @@ def test_the_default_split_beats_the_equal_split(sizes):
     assert f_best < hi.split_objective(par, n, [1 / levels] * levels)
     # Certified: no split is more than 1e-4 better (convexity and homogeneity: any w* has
     # f(w*) >= 2 f(w) - max(-grad f(w))).
-    value, grad = hi._SplitObjective(par, n).value_and_gradient(np.array(best))
+    value, grad = SplitObjective(par, n).value_and_gradient(np.array(best))
     assert value == pytest.approx(f_best, rel=1e-12)
     assert 2 * value - (-grad).max() >= f_best * (1 - 1.0001e-4)
     for _ in range(20):                                      # and any other split
@@ -250,7 +252,7 @@ def test_the_objectives_gradient_is_exact():
     rng = np.random.default_rng(2)
     for sizes in ([1, 2, 5], [1, 3, 10, 40], [1, 7], [1, 20, 300, 2000]):
         par = geography(rng, sizes)
-        f = hi._SplitObjective(par, sizes[-1])
+        f = SplitObjective(par, sizes[-1])
         w = rng.random(len(sizes)) + 0.1
         value, grad = f.value_and_gradient(w)
         assert value == pytest.approx(hi.split_objective(par, sizes[-1], w), rel=1e-12)

@@ -40,6 +40,10 @@ from ..noise import Gaussian, Laplace, measure
 from ..samplers import MAX_DISCRETE_SCALE
 from ..tables import is_frame_like
 from ..zcdp import rho_from_epsilon_delta
+from .hierarchy_estimates import least_squares, level_counts, round_top_down
+from .hierarchy_input import check_parents, leaves_from_frames
+from .hierarchy_release import HierarchyRelease
+from .hierarchy_split import default_split, split_objective
 from .tree import check_sigma
 
 if TYPE_CHECKING:
@@ -61,146 +65,6 @@ class Cost(NamedTuple):
     epsilon: float | None
     delta: float
     rho: float | None
-
-
-class HierarchyRelease:
-    """The result of :func:`census_hierarchy`, levels ordered from the top (the nation, one
-    unit) to the leaves.
-
-    Attributes
-    ----------
-    counts : list of int64 arrays
-        Non-negative integer counts per unit of each level; every parent equals the sum of
-        its children, exactly.
-    estimates : list of float64 arrays
-        The least-squares consistent estimates (unbiased, possibly negative or fractional).
-    variances : list of float64 arrays
-        The exact variance of each unit's least-squares estimate.
-    parents : list of int64 arrays
-        ``parents[l][i]``: the unit of level ``l`` above unit ``i`` of level ``l + 1``.
-    labels : list or None
-        Per level, the unit labels (pandas Index) when the hierarchy came from a frame.
-    epsilon, delta, rho : float or None
-        The release's cost: epsilon (None for a release given in rho alone), delta, and the
-        zCDP rho of Gaussian noise (None for Laplace noise).
-    split : tuple of float
-        Each level's share of epsilon (Laplace) or of rho (Gaussian), top first.
-    noise : str
-        ``"laplace"`` or ``"gaussian"``.
-    scales : tuple of float
-        Each level's noise scale, top first: the discrete Laplace scale, or the discrete
-        Gaussian's sigma (``1 / sqrt(2 split[l] rho)``).
-    """
-
-    def __init__(self, counts: list[NDArray[np.int64]], estimates: list[NDArray[np.float64]],
-                 variances: list[NDArray[np.float64]], parents: list[NDArray[np.int64]],
-                 epsilon: float | None, split: tuple[float, ...],
-                 labels: list[Any] | None = None, *, delta: float = 0.0,
-                 rho: float | None = None, noise: str = "laplace",
-                 scales: tuple[float, ...] = ()):
-        self.counts = counts
-        self.estimates = estimates
-        self.variances = variances
-        self.parents = parents
-        self.epsilon = epsilon          # None for a release given in rho alone
-        self.delta = delta
-        self.rho = rho                  # the zCDP cost charged, for Gaussian noise
-        self.split = split              # each level's share of epsilon (Laplace) or rho
-        self.noise = noise              # "laplace" or "gaussian"
-        self.scales = scales            # each level's Laplace scale or sigma, top first
-        self.labels = labels
-
-    def error_bound(self, level: int, beta: float = 0.05) -> NDArray[np.float64]:
-        """Per unit of ``level``, a bound on the least-squares estimate's error exceeded with
-        probability at most ``beta`` (Chebyshev: ``sqrt(variance / beta)``)."""
-        b = _v.check_real(beta, "beta", "HierarchyRelease.error_bound", high=1.0)
-        return np.sqrt(self.variances[level] / b)
-
-    def to_pandas(self) -> list[Any]:
-        """The integer counts of each level as labelled pandas Series (needs pandas)."""
-        import pandas as pd
-        labels = self.labels or [pd.RangeIndex(len(c)) for c in self.counts]
-        return [pd.Series(c, index=ix, name="count") for c, ix in zip(self.counts, labels)]
-
-    def __repr__(self) -> str:
-        sizes = [len(c) for c in self.counts]
-        cost = (f"epsilon={self.epsilon!r}" if self.rho is None else
-                f"rho={self.rho!r}" if self.epsilon is None else
-                f"epsilon={self.epsilon!r}, delta={self.delta!r}")
-        return f"HierarchyRelease(units per level={sizes}, {cost})"
-
-
-def _from_frames(records: Any, geography: Any, func: str,
-                 ) -> tuple[NDArray[np.int64], list[NDArray[np.int64]], list[Any]]:
-    """Leaf counts, parent arrays and unit labels from a frame of records and the frame of
-    the public geography (one row per leaf, one column per level, top first)."""
-    import pandas as pd
-    if not (is_frame_like(records) and is_frame_like(geography)):
-        raise TypeError(f"The 'data' and 'hierarchy' parameters of {func} must both be "
-                        f"frames, or leaf counts and parent arrays. Got "
-                        f"{type(records).__name__} and {type(geography).__name__} instead.")
-    cols = list(geography.columns)
-    if not cols or geography.empty:
-        raise ValueError(f"The 'hierarchy' parameter of {func} must have at least one level "
-                         "column and one leaf unit.")
-    missing = [c for c in cols if c not in records.columns]
-    if missing:
-        raise ValueError(f"The 'data' parameter of {func} must have a column for every level "
-                         f"of the hierarchy. Missing: {missing!r}.")
-    leaves = pd.MultiIndex.from_frame(geography[cols])
-    if leaves.has_duplicates:
-        raise ValueError(f"The 'hierarchy' parameter of {func} must list each leaf unit once. "
-                         f"{int(leaves.duplicated().sum())} rows repeat an earlier one.")
-    codes = leaves.get_indexer(pd.MultiIndex.from_frame(records[cols]))
-    outside = np.flatnonzero(codes < 0)
-    if outside.size:
-        # Neither the values nor how many records: an error message can end up in a log.
-        raise ValueError(f"The 'data' parameter of {func} must have every record in a leaf "
-                         f"unit of the hierarchy. Some are in none (the first at record "
-                         f"{int(outside[0])}; their values are not shown).")
-    counts = np.bincount(codes, minlength=len(leaves)).astype(np.int64)
-    labels: list[Any] = [pd.Index(["total"])]
-    parents: list[NDArray[np.int64]] = []
-    for depth in range(1, len(cols) + 1):
-        units = leaves.droplevel(list(range(depth, len(cols)))) if depth < len(cols) \
-            else leaves
-        uniq = units.unique()
-        parent_of_unit = (np.zeros(len(uniq), dtype=np.int64) if depth == 1 else
-                          labels[-1].get_indexer(uniq.droplevel(depth - 1)))
-        parents.append(parent_of_unit.astype(np.int64))
-        labels.append(uniq)
-    return counts, parents, labels          # the leaves are unique: labels[-1] is `leaves`
-
-
-def _check_parents(parents: Any, n_leaves: int, func: str) -> list[NDArray[np.int64]]:
-    """The parent arrays, top level first; each level's units all have a parent and every
-    unit above the leaves has at least one child."""
-    if not isinstance(parents, (list, tuple)):
-        raise TypeError(f"The 'hierarchy' parameter of {func} must be a list of integer "
-                        f"arrays (one per level under the top) or a frame. Got "
-                        f"{_v.describe(parents)} instead.")
-    out: list[NDArray[np.int64]] = []
-    below = n_leaves
-    for depth in range(len(parents) - 1, -1, -1):          # from the leaves up
-        p = _v.as_array(parents[depth], "hierarchy", func)
-        if p.dtype.kind not in "iu" or p.shape != (below,):
-            raise ValueError(f"The 'hierarchy' parameter of {func} must give, at level "
-                             f"{depth + 1}, an integer array of {below} parent indices. Got "
-                             f"{_v.describe(p)} instead.")
-        p = p.astype(np.int64)
-        size = int(p.max()) + 1 if p.size else 0
-        if p.size and p.min() < 0:
-            raise ValueError(f"The 'hierarchy' parameter of {func} must hold indices >= 0. "
-                             f"Got {int(p.min())} at level {depth + 1} instead.")
-        if np.bincount(p, minlength=size).min() == 0:
-            raise ValueError(f"The 'hierarchy' parameter of {func} must give every unit of "
-                             f"level {depth} at least one child (indices 0..{size - 1}).")
-        out.append(p)
-        below = size
-    if below != 1:
-        raise ValueError(f"The 'hierarchy' parameter of {func} must lead to one unit at the top "
-                         f"(the nation). Got {below} units at the top instead.")
-    return out[::-1]
 
 
 def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float | None = None,
@@ -329,7 +193,7 @@ def census_hierarchy(data: Any, hierarchy: Any, *, epsilon: float | None = None,
         _v.check_epsilon(epsilon, func)         # first, as before the noise keywords
     labels = None
     if is_frame_like(data) or is_frame_like(hierarchy):
-        data, hierarchy, labels = _from_frames(data, hierarchy, func)
+        data, hierarchy, labels = leaves_from_frames(data, hierarchy, func)
     leaves = _v.as_array(data, "data", func)
     if leaves.ndim != 1 or leaves.size == 0 or leaves.dtype.kind not in "iu":
         raise ValueError(f"The 'data' parameter of {func} must be a non-empty 1-D array of "
@@ -366,7 +230,7 @@ def hierarchy_params(hierarchy: Any, n_leaves: int, epsilon: float | None,
     """The checks of a hierarchy release that read no count: the parent arrays, the privacy
     keywords (as :func:`dpfast.noise.measure` reads them), the split, and each level's
     noise."""
-    par = _check_parents(hierarchy, n_leaves, func)
+    par = check_parents(hierarchy, n_leaves, func)
     levels = len(par) + 1
     laplace = isinstance(noise, str) and noise == "laplace"
     if laplace and epsilon is not None and rho is None:
@@ -435,7 +299,7 @@ def hierarchy_plan(counts: NDArray[Any], params: HierarchyParams, labels: list[A
     if counts.sum(dtype=np.float64) > 2**52 or counts.sum(dtype=np.int64) > 2**52:
         raise ValueError(f"The 'data' parameter of {func} must hold counts summing to at "
                          "most 2**52. These counts sum to more (they are not shown).")
-    exact = _level_counts(np.asarray(counts, dtype=np.int64), params.parents)   # top first
+    exact = level_counts(np.asarray(counts, dtype=np.int64), params.parents)   # top first
     return HierarchyPlan(params, exact, labels)
 
 
@@ -447,20 +311,11 @@ def noisy_hierarchy(plan: HierarchyPlan, key: _native.Key, threads: int) -> Hier
     p = plan.params
     _noise_levels(key, threads, plan.exact, p.noises)
     var = [n.variance for n in p.noises]
-    est, est_var = _least_squares(plan.exact, var, p.parents)
-    return HierarchyRelease(_round_top_down(est, p.parents), est, est_var, p.parents,
+    est, est_var = least_squares(plan.exact, var, p.parents)
+    return HierarchyRelease(round_top_down(est, p.parents), est, est_var, p.parents,
                             p.epsilon, p.shares, plan.labels, delta=p.delta, rho=p.rho,
                             noise="gaussian" if p.rho is not None else "laplace",
                             scales=tuple(p.scales))
-
-
-def _level_counts(leaves: NDArray[np.int64], parents: list[NDArray[np.int64]],
-                  ) -> list[NDArray[np.int64]]:
-    """Exact counts of every level, top first (sums of the leaves up the tree)."""
-    out = [leaves.copy()]
-    for p in parents[::-1]:
-        out.append(np.bincount(p, weights=out[-1]).astype(np.int64))
-    return out[::-1]
 
 
 def _noise_levels(key: _native.Key, threads: int, levels: list[NDArray[np.int64]],
@@ -474,240 +329,3 @@ def _noise_levels(key: _native.Key, threads: int, levels: list[NDArray[np.int64]
     for c, noise in zip(levels, noises):
         noise.fill(key, threads, c, c, chunk)
         chunk += -(-c.size // _native.CHUNK)
-
-
-def _least_squares(noisy: list[NDArray[np.int64]], var: list[float],
-                   parents: list[NDArray[np.int64]],
-                   ) -> tuple[list[NDArray[np.float64]], list[NDArray[np.float64]]]:
-    """Consistent weighted least-squares estimates and their exact variances.
-
-    Bottom-up, ``z`` is each unit's estimate from its own subtree and ``v`` its variance;
-    ``s`` and ``vs`` the sum of a unit's children's ``z`` and its variance. Top-down, a
-    child gets ``v / vs`` of its parent's gap (final estimate minus ``s``), and its final
-    variance is ``v - (v / vs)^2 (vs - parent's final variance)`` (the smoother's)."""
-    depth = len(noisy) - 1
-    z: list[Any] = [None] * (depth + 1)
-    v: list[Any] = [None] * (depth + 1)           # an array, or one float for a whole level
-    s: list[Any] = [None] * depth
-    vs: list[Any] = [None] * depth
-    z[depth] = noisy[depth].astype(np.float64)
-    v[depth] = var[depth]
-    for level in range(depth - 1, -1, -1):                 # bottom-up
-        p = parents[level]
-        s[level] = np.bincount(p, weights=z[level + 1])
-        vs[level] = (np.bincount(p) * v[level + 1] if isinstance(v[level + 1], float)
-                     else np.bincount(p, weights=v[level + 1]))
-        w_own, w_sum = 1.0 / var[level], 1.0 / vs[level]
-        v[level] = 1.0 / (w_own + w_sum)
-        z[level] = (noisy[level] * w_own + s[level] * w_sum) * v[level]
-    est, est_var = [z[0]], [v[0]]
-    for level in range(depth):                             # top-down
-        p = parents[level]
-        gap = (est[level] - s[level]) / vs[level]           # per parent
-        shrink = (vs[level] - est_var[level]) / vs[level] ** 2
-        est.append(z[level + 1] + v[level + 1] * gap[p])
-        est_var.append(v[level + 1] - v[level + 1] ** 2 * shrink[p])
-    return est, est_var
-
-
-def _round_top_down(est: list[NDArray[np.float64]], parents: list[NDArray[np.int64]],
-                    ) -> list[NDArray[np.int64]]:
-    """Non-negative integers with every parent the sum of its children (see the module)."""
-    out = [np.array([max(0, round(float(est[0][0])))], dtype=np.int64)]
-    for level, p in enumerate(parents):
-        out.append(_share_out(out[level], np.maximum(est[level + 1], 0.0), p))
-    return out
-
-
-def _share_out(totals: NDArray[np.int64], weights: NDArray[np.float64],
-               parent: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Integers >= 0 per child, summing exactly to its parent's total, each within 1 of its
-    share of the total in proportion to the weights (equal shares where a parent's weights
-    are all 0): the rounded cumulative shares of each parent's children, differenced."""
-    order = None
-    if parent.size > 1 and (np.diff(parent) < 0).any():
-        order = np.argsort(parent, kind="stable")        # children grouped by parent
-        parent, weights = parent[order], weights[order]
-    kids = np.bincount(parent, minlength=totals.size)
-    end = np.cumsum(kids)
-    start = end - kids
-    cum = np.cumsum(weights)
-    base = cum[start] - weights[start]                    # cumulative weight before a group
-    wsum = cum[end - 1] - base
-    zero = wsum <= 0                                      # all weights 0: equal shares
-    if zero.any():
-        rank = np.arange(parent.size) - start[parent]
-        cum = np.where(zero[parent], rank + 1.0, cum - base[parent])
-        wsum = np.where(zero, kids, wsum)
-    else:
-        cum -= base[parent]                               # non-decreasing within a group
-    total = totals.astype(np.float64)
-    cum *= (total / wsum)[parent]
-    np.floor(cum + 0.5, out=cum)
-    np.minimum(cum, total[parent], out=cum)
-    cum[end - 1] = total                                  # each group ends at its total
-    out = np.empty(parent.size, dtype=np.int64)
-    out[0] = cum[0]
-    np.subtract(cum[1:], cum[:-1], out=out[1:], casting="unsafe")
-    out[start] = cum[start]
-    if order is not None:
-        unsorted = np.empty_like(out)
-        unsorted[order] = out
-        out = unsorted
-    return out
-
-
-def split_objective(parents: list[NDArray[np.int64]], n_leaves: int,
-                    shares: Sequence[float]) -> float:
-    """The objective the default Gaussian split minimises: the sum over levels of the mean,
-    over the level's units, of the variance of a unit's least-squares estimate (the
-    release's ``variances``), with level ``l``'s noise variance ``1 / shares[l]`` (rho = 1/2;
-    any other rho divides every variance, and so the objective, by ``2 rho``).
-
-    Parameters
-    ----------
-    parents : list of int64 arrays
-        The checked parent arrays, top level first (``hierarchy_params(...).parents``).
-    n_leaves : int
-        Units of the last level.
-    shares : sequence of float
-        Each level's share of rho, top first (> 0).
-
-    Returns
-    -------
-    float
-    """
-    return _SplitObjective(parents, n_leaves)(np.asarray(shares, dtype=np.float64))
-
-
-class _SplitObjective:
-    """:func:`split_objective` for one hierarchy, its structure read once: evaluating it
-    (and its gradient) touches only the units above the leaves (the leaves' variances are
-    one number, summed over each parent's children through the children's counts)."""
-
-    def __init__(self, parents: list[NDArray[np.int64]], n_leaves: int):
-        self.parents = parents
-        self.kids = [np.bincount(p).astype(np.float64) for p in parents]
-        self.n_leaves = n_leaves
-
-    def __call__(self, w: NDArray[np.float64]) -> float:
-        return self.value_and_gradient(w, gradient=False)[0]
-
-    def value_and_gradient(self, w: NDArray[np.float64], gradient: bool = True,
-                           ) -> tuple[float, NDArray[np.float64]]:
-        """The objective at level precisions ``w`` (noise variances ``1 / w``), by the
-        recursion of :func:`_least_squares`' variances, and (``gradient``) its derivatives
-        in ``w``, by the same recursion run backwards (reverse mode)."""
-        depth = len(self.parents)
-        kids, par = self.kids, self.parents
-        v: list[Any] = [None] * (depth + 1)       # subtree variances; the leaves' a float
-        vs: list[Any] = [None] * depth            # variance of a unit's children's sum
-        fin: list[Any] = [None] * depth           # final variances above the leaves
-        sh: list[Any] = [None] * depth            # per parent: (vs - final) / vs**2
-        v[depth] = 1.0 / float(w[depth])
-        for level in range(depth - 1, -1, -1):                 # bottom-up
-            below = v[level + 1]
-            vs[level] = (kids[level] * below if level == depth - 1
-                         else np.bincount(par[level], weights=below))
-            v[level] = 1.0 / (w[level] + 1.0 / vs[level])
-        fin[0] = v[0]
-        total = float(v[0][0])
-        for level in range(depth):                             # top-down
-            sh[level] = (vs[level] - fin[level]) / vs[level] ** 2
-            below = v[level + 1]
-            if level == depth - 1:                              # the leaves
-                total += below - below * below * float(kids[level] @ sh[level]) / self.n_leaves
-            else:
-                fin[level + 1] = below - below * below * sh[level][par[level]]
-                total += float(fin[level + 1].mean())
-        grad = np.zeros(depth + 1)
-        if not gradient:
-            return total, grad
-        # Backwards: g_x is the derivative of the total in x.
-        vd = v[depth]
-        g_vd = 1.0 - 2.0 * vd * float(kids[depth - 1] @ sh[depth - 1]) / self.n_leaves
-        g_sh = kids[depth - 1] * (-vd * vd / self.n_leaves)
-        g_vs: list[Any] = [None] * depth
-        g_v: list[Any] = [None] * (depth + 1)
-        g_fin: list[Any] = [None] * depth
-        for level in range(depth - 1, -1, -1):                 # top-down, reversed
-            f, s = fin[level], vs[level]
-            if level < depth - 1:
-                below = v[level + 1]
-                g_below = g_fin[level + 1]
-                shp = sh[level][par[level]]
-                g_v[level + 1] = g_below * (1.0 - 2.0 * below * shp)
-                g_sh = -np.bincount(par[level], weights=g_below * below * below,
-                                    minlength=s.size)
-            g_vs[level] = g_sh * (2.0 * f / s ** 3 - 1.0 / s ** 2)
-            g_fin[level] = 1.0 / f.size - g_sh / s ** 2
-        g_v[0] = g_fin[0]
-        for level in range(depth):                             # bottom-up, reversed
-            vl, s = v[level], vs[level]
-            grad[level] = -float(g_v[level] @ (vl * vl))
-            g_s = g_vs[level] + g_v[level] * vl * vl / (s * s)
-            if level == depth - 1:
-                g_vd += float(kids[level] @ g_s)
-            else:
-                g_v[level + 1] = g_v[level + 1] + g_s[par[level]]
-        grad[depth] = -g_vd * vd * vd
-        return total, grad
-
-
-def default_split(parents: list[NDArray[np.int64]], n_leaves: int) -> tuple[float, ...]:
-    """The default rho shares of a Gaussian hierarchy release, top level first: those that
-    minimise :func:`split_objective` (the sum over levels of the mean variance of a unit's
-    least-squares estimate), to within 1e-4 of its least value, certified.
-
-    The objective is ``f(w) = tr(Q M(w)^-1)`` with ``M(w) = sum_l w_l A_l^T A_l`` (``A_l``
-    the counts of level ``l``, ``w_l = 2 rho_l`` its precision, ``Q`` the levels' averaged
-    queries): an A-optimal design over the levels, convex in ``w`` and homogeneous of degree
-    -1, so that with ``d = -grad f(w)``, ``sum w_l d_l = f(w)`` and, by convexity, every
-    ``w*`` on the simplex has ``f(w*) >= 2 f(w) - max d``: the search stops once ``max d <=
-    (1 + 1e-4) f(w)``. Each step is the multiplicative algorithm's, ``w_l <- w_l sqrt(d_l) /
-    sum_j w_j sqrt(d_j)`` (monotone for A-optimality; Yu 2010), extrapolated along its
-    direction while the objective keeps falling (a level that is nearly redundant, its
-    share shrinking towards 0, is otherwise approached slowly). The gradient is exact
-    (:meth:`_SplitObjective.value_and_gradient`, reverse mode); every evaluation reads only
-    the units above the leaves.
-
-    Parameters
-    ----------
-    parents : list of int64 arrays
-        The checked parent arrays, top level first (``hierarchy_params(...).parents``).
-    n_leaves : int
-        Units of the last level.
-
-    Returns
-    -------
-    tuple of float
-        One share per level, top first, summing to 1.
-    """
-    levels = len(parents) + 1
-    if levels == 1:
-        return (1.0,)
-    f = _SplitObjective(parents, n_leaves)
-    w = np.full(levels, 1.0 / levels)
-    value, grad = f.value_and_gradient(w)
-    for _ in range(200):
-        d = np.maximum(-grad, 0.0)
-        if d.max() <= (1.0 + 1e-4) * value:                     # certified
-            break
-        step = w * np.sqrt(d)
-        step = step / step.sum() - w
-        shrinking = step < 0
-        # Stay inside the simplex: no share below a twentieth of where it stands.
-        t_max = 0.95 * float(np.min(-w[shrinking] / step[shrinking])) \
-            if shrinking.any() else math.inf
-        t, best, best_value = 1.0, w + step, f(w + step)
-        while 2.0 * t <= t_max:
-            trial = w + 2.0 * t * step
-            trial_value = f(trial)
-            if not trial_value < best_value:
-                break
-            t, best, best_value = 2.0 * t, trial, trial_value
-        if not best_value < value:                # no progress left (rounding): stop
-            break
-        w = best / best.sum()
-        value, grad = f.value_and_gradient(w)
-    return tuple(float(x) for x in w / w.sum())
