@@ -11,6 +11,7 @@ import pytest
 
 import dpfast as dp
 from dpfast.linear import multiplicative_weights as mwem_module
+from dpfast.linear import mwem_rounds
 from dpfast.linear import workloads
 from dpfast.linear.multiplicative_weights import MWEMRelease, mwem, mwem_error_bound
 from dpfast.linear.workloads import (Conjunctions, Explicit, Identity, Marginals, Prefixes,
@@ -355,7 +356,7 @@ def test_dense_helpers_match_numpy():
                                    rtol=1e-12)
         factor = rng.random([domain[a] for a in keep])
         y = x.copy()
-        mwem_module._multiply(y, keep, factor)
+        mwem_rounds.multiply(y, keep, factor)
         index = tuple(slice(None) if a in keep else np.newaxis for a in range(7))
         assert np.array_equal(y, x * factor[index])
     # Many tables at once, through shared intermediates (small and large ones).
