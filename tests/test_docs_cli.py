@@ -23,7 +23,10 @@ DOCUMENTED = ["dpfast._native", "dpfast.accounting.accountant", "dpfast.accounti
               "dpfast.samplers", "dpfast.rng", "dpfast.auditing",
               "dpfast.mechanisms.laplace", "dpfast.mechanisms.gaussian",
               "dpfast.mechanisms.selection", "dpfast.mechanisms.randomized_response",
-              "dpfast.releases.histograms", "dpfast.releases.postprocess", "dpfast.datasets",
+              "dpfast.releases.histograms", "dpfast.releases.record_tables",
+              "dpfast.releases.postprocess", "dpfast.datasets", "dpfast.groupby.grouping",
+              "dpfast.dask.arrays", "dpfast.dask.histograms", "dpfast.dask.tables",
+              "dpfast.dask.groupby", "dpfast.records.moments", "dpfast.records.order_statistics",
               "dpfast.linear.tree", "dpfast.linear.hierarchy", "dpfast.linear.contingency",
               "dpfast.linear.multiplicative_weights", "dpfast.linear.small_database"]
 

@@ -29,7 +29,7 @@ NOISE_LAYER = {"noise/families.py", "noise/kernels.py"}
 # a release (cells.py) or a task on another process receives it (dask.py, and pieces.py: the
 # bounding of a bucket).
 KEY_MAKERS = {"_release.py"}
-KEY_FROM_BYTES = {"_release.py", "releases/cells.py", "dask.py", "pieces.py"}
+KEY_FROM_BYTES = {"_release.py", "releases/cells.py", "dask/graph.py", "pieces.py"}
 
 
 def _native_uses():
