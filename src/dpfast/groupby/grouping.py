@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["group_by", "GroupBy"]
 
 
+
+def _refuse_unused_share(func: str, selection: object, where: str) -> None:
+    """A share of epsilon for a selection that takes none is refused, not ignored: the
+    caller believes it changed the release."""
+    if selection is not None:
+        raise ValueError(f"The 'selection' parameter of {func} sets the key selection's share "
+                         f"of epsilon; it does nothing {where}. Got selection={selection!r} "
+                         "(leave it out).")
+
 class GroupBy:
     """A grouping of records, ready for :meth:`agg` (made by :func:`group_by`).
 
@@ -208,6 +217,8 @@ class GroupBy:
                                  "measured with Laplace noise. Got selection_rule='count' "
                                  "without one.")
             if rule == "count" or (rule == "auto" and counted):
+                _refuse_unused_share(func, selection, "under the count rule, which spends no "
+                                     "epsilon on the selection")
                 return self._count_rule(func, noise_name, parts, col_bounds, e, d, accountant)
             sel_eps, sel_delta = e * share, d if noise_name == "laplace" else d / 2.0
             rest_eps = math.nextafter(e - sel_eps, 0.0)
@@ -222,6 +233,7 @@ class GroupBy:
                 _sel.selection_probabilities(per_key(sel_eps, self.max_groups),
                                              per_key(sel_delta, self.max_groups))
             return GroupPlan(plan, col_bounds, sel_eps, sel_delta, e, d, chosen, gauss)
+        _refuse_unused_share(func, selection, "with public keys, which are not selected")
         plan = records.split(func, noise_name, epsilon, delta, rho, parts, accountant)
         return GroupPlan(plan, col_bounds, 0.0, 0.0, plan.epsilon, plan.delta)
 
@@ -318,7 +330,8 @@ class GroupBy:
         selection : float, optional
             The key selection's share of epsilon under the optimal and weighted Gaussian
             rules (default: an equal share with each measurement); with Laplace noise the
-            selection also takes all of delta, with Gaussian noise half of it.
+            selection also takes all of delta, with Gaussian noise half of it. Refused where
+            it would do nothing: with public keys, and under the count rule.
         selection_rule : {"auto", "count", "optimal", "gaussian"}, optional
             How private keys are selected: ``"count"`` releases a key whose noisy count
             passes a threshold (costs delta only; needs a count measured with Laplace
@@ -352,8 +365,9 @@ class GroupBy:
             or its bounds are missing, not finite or not ``low < high``; the privacy
             keywords do not fit the noise or are out of range; private keys are asked
             without ``epsilon`` and ``delta`` > 0, or with ``rho``; ``delta / max_groups``
-            is below the smallest normal float; ``selection`` is outside (0, 1);
-            ``selection_rule`` is unknown, or ``"count"`` without a Laplace count; a key or
+            is below the smallest normal float; ``selection`` is outside (0, 1), or given
+            where it does nothing (public keys, the count rule); ``selection_rule`` is
+            unknown, or ``"count"`` without a Laplace count; a key or
             value is missing (null, NaN: given by position, never by value); the table is
             too large for exact sums; or ``threads`` or ``rng`` is out of range. Raised, as
             the TypeErrors, before anything is charged or drawn.
