@@ -49,17 +49,16 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import mmap
 import os
 import secrets
-import stat
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _native
 from ..ledger import decode, encode
+from .files import (backing_file, block_sum, create_own, file_span, open_own, sync,
+                    sync_directory, unnamed_file_map, write_all)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -79,143 +78,6 @@ RESUME_KEYS = ("func", "file", "offset", "nbytes", "shape", "dtype", "source", "
 FILE_KEYS = ("device", "inode", "size", "owner")
 # Free space asked of the directory beyond the undo file (the journal's records).
 SPARE_BYTES = 1 << 20
-# Blocks of at least this many bytes are checksummed in two halves on two threads.
-_SPLIT_BYTES = 1 << 20
-_POOL: list[Any] = []
-
-
-def _sync(fd: int) -> None:
-    (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
-
-
-def _sync_directory(path: str) -> None:
-    """Make a file's creation or removal durable."""
-    try:
-        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def backing_file(arr: NDArray[Any]) -> tuple[str, int] | None:
-    """(path, byte offset in that file) of the cells of ``arr`` if it is a view of a
-    ``numpy.memmap`` that writes to a file, else None (a copy-on-write map, mode "c",
-    changes memory only; an array over a raw ``mmap`` is not known to be in a file)."""
-    base: Any = arr
-    while base is not None and not (isinstance(base, np.memmap) and base.filename):
-        base = getattr(base, "base", None)
-    if base is None or base.mode == "c":
-        return None
-    mm = getattr(base, "_mmap", None)          # the mapping numpy made: starts at a page
-    if mm is None:
-        return None
-    start = base.offset - base.offset % mmap.ALLOCATIONGRANULARITY
-    mapped = np.frombuffer(mm, dtype=np.uint8)
-    pos = arr.__array_interface__["data"][0] - mapped.__array_interface__["data"][0]
-    return os.path.realpath(str(base.filename)), start + pos
-
-
-def unnamed_file_map(arr: NDArray[Any]) -> bool:
-    """Whether ``arr`` writes into a file through a ``numpy.memmap`` that does not know the
-    file's name (made from an open file object without one, e.g. ``tempfile.TemporaryFile``):
-    such a release could not keep a journal beside its file."""
-    base: Any = arr
-    while base is not None:
-        if isinstance(base, np.memmap) and not base.filename and base.mode not in ("c", "r"):
-            return True
-        base = getattr(base, "base", None)
-    return False
-
-
-def file_span(arr: NDArray[Any]) -> tuple[int, int, int, int] | None:
-    """(device, inode, first byte, end byte) of the cells of ``arr`` in its file, for an
-    array in a file (:func:`backing_file`), else None."""
-    where = backing_file(arr)
-    if where is None:
-        return None
-    st = os.stat(where[0])
-    return st.st_dev, st.st_ino, where[1], where[1] + arr.nbytes
-
-
-def block_sum(block: NDArray[Any]) -> str:
-    """The checksum of an array's bytes (hex digits), as journals record blocks. A large
-    block is checksummed in two halves at once (the kernel releases the GIL), so that the
-    journal's passes over the file keep up with the release's threads."""
-    flat = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
-    if flat.size < _SPLIT_BYTES:
-        return f"{_native.checksum(flat):016x}"
-    half = flat.size // 2
-    other = _checksum_pool().submit(_native.checksum, flat[half:])
-    return f"{_native.checksum(flat[:half]):016x}{other.result():016x}"
-
-
-def _checksum_pool() -> Any:
-    """One worker thread for the second half of large checksums (made on first use; a
-    forked child makes its own)."""
-    from concurrent.futures import ThreadPoolExecutor
-    pid = os.getpid()
-    if not _POOL or _POOL[0][0] != pid:
-        _POOL[:] = [(pid, ThreadPoolExecutor(1, thread_name_prefix="dpfast-checksum"))]
-    return _POOL[0][1]
-
-
-def _open_own(path: str, flags: int, what: str) -> int:
-    """Open an existing file of ours without following a link, refusing one that another
-    user could have planted or can change (owner, permissions, links, kind); -1 if absent."""
-    try:
-        # O_NONBLOCK: a FIFO planted at the path must not hang the open (refused below).
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return -1
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ValueError(f"The {what} {path!r} is a symbolic link: refused (a link "
-                             "planted there would redirect the release's files).") from None
-        if exc.errno in (errno.ENXIO, errno.EISDIR):
-            raise ValueError(f"The {what} {path!r} is not a regular file: refused before "
-                             "anything was charged (dpfast creates these files itself).") \
-                from None
-        raise
-    st = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(st.st_mode):
-        problem = "is not a regular file"
-    elif st.st_uid != os.geteuid():
-        problem = f"belongs to another user (uid {st.st_uid})"
-    elif st.st_mode & 0o077:
-        problem = f"can be read or written by others (mode {stat.S_IMODE(st.st_mode):o})"
-    elif st.st_nlink != 1:
-        problem = f"has {st.st_nlink} links"
-    if problem is not None:
-        os.close(fd)
-        raise ValueError(f"The {what} {path!r} {problem}: refused before anything was "
-                         "charged. dpfast creates these files itself, for its user only; "
-                         "one that is not such a file may have been planted by someone "
-                         "else. Inspect it; remove it only if no release of this file was "
-                         "interrupted.")
-    return fd
-
-
-def _create_own(path: str, flags: int = os.O_WRONLY) -> int:
-    """Create a new file for this user only; refuse anything already at the path."""
-    return os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-
-
-def _write_all(fd: int, data: Any, offset: int | None = None) -> None:
-    """Write every byte (a short write is continued; an error raises)."""
-    view = memoryview(data).cast("B")
-    done = 0
-    while done < len(view):
-        n = (os.write(fd, view[done:]) if offset is None
-             else os.pwrite(fd, view[done:], offset + done))
-        if n <= 0:
-            raise OSError(errno.EIO, "a write made no progress")
-        done += n
 
 
 class Journal:
@@ -277,7 +139,7 @@ class Journal:
     # -- reading what is beside the file ---------------------------------------------------
     def _read(self) -> bool:
         """Load an interrupted release's journal; True if there is one to resume."""
-        fd = _open_own(self.path, os.O_RDONLY, "journal")
+        fd = open_own(self.path, os.O_RDONLY, "journal")
         if fd < 0:
             return False
         with os.fdopen(fd, "rb") as f:
@@ -374,7 +236,7 @@ class Journal:
     def _undo_holds(self, source_sum: str) -> bool:
         """Whether the undo file holds the block in progress exactly as the source was."""
         assert self.pending is not None
-        fd = _open_own(self.undo_path, os.O_RDONLY, "undo file")
+        fd = open_own(self.undo_path, os.O_RDONLY, "undo file")
         if fd < 0:
             return False
         try:
@@ -427,14 +289,14 @@ class Journal:
                 "was charged or drawn.")
         try:
             if self.resuming or self.released is not None:
-                self._fd = _open_own(self.path, os.O_WRONLY | os.O_APPEND, "journal")
+                self._fd = open_own(self.path, os.O_WRONLY | os.O_APPEND, "journal")
             if self._fd < 0:
-                self._fd = _create_own(self.path, os.O_WRONLY | os.O_APPEND)
+                self._fd = create_own(self.path, os.O_WRONLY | os.O_APPEND)
                 self._journal_created = True
             if in_place:
-                fd = _open_own(self.undo_path, os.O_RDWR, "undo file")
+                fd = open_own(self.undo_path, os.O_RDWR, "undo file")
                 self._undo_created = fd < 0
-                self._undo_fd = fd if fd >= 0 else _create_own(self.undo_path, os.O_RDWR)
+                self._undo_fd = fd if fd >= 0 else create_own(self.undo_path, os.O_RDWR)
                 self._allocate(self._undo_fd, 0, self.block_bytes(0), self.undo_path)
             data = os.open(self.params["file"], os.O_WRONLY | os.O_NOFOLLOW)
             try:
@@ -475,24 +337,24 @@ class Journal:
             self.released = None                 # starting": nothing to resume)
         self._append("start " + json.dumps(self.state, separators=(",", ":")))
         if self.durable:
-            _sync_directory(self.path)
+            sync_directory(self.path)
 
     def resume(self) -> None:
         """Continue the interrupted release's journal (opened by :meth:`prepare`)."""
         assert self._fd >= 0
 
     def _append(self, payload: str) -> None:
-        _write_all(self._fd, encode(payload))
+        write_all(self._fd, encode(payload))
         if self.durable:
-            _sync(self._fd)
+            sync(self._fd)
 
     def save(self, b: int, block: NDArray[Any], checksum: str) -> None:
         """Save block ``b``'s bytes as they are (``checksum``: theirs, as the check before
         the charge found them, under the file's lock), before it is changed."""
         raw = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
-        _write_all(self._undo_fd, raw, 0)
+        write_all(self._undo_fd, raw, 0)
         if self.durable:
-            _sync(self._undo_fd)
+            sync(self._undo_fd)
         self.pending = (b, checksum)
         self._append(f"undo {b} {checksum}")
 
@@ -511,7 +373,7 @@ class Journal:
         """Block ``b`` (now ``block``) is released: record it with its checksum (with
         ``durability="power"``, after flushing the file's changes)."""
         if self.durable:
-            _sync(self.data_fd)
+            sync(self.data_fd)
         self.sums[b] = block_sum(block)
         self._append(f"done {b} {self.sums[b]}")
         self.done.add(b)
@@ -523,11 +385,11 @@ class Journal:
         marker = {k: v for k, v in self.state.items() if k not in ("key", "sources")}
         marker.update(time=time.time(), blocks=[self.sums[b] for b in sorted(self.sums)])
         tmp = f"{self.path}.{secrets.token_hex(8)}.tmp"
-        fd = _create_own(tmp)
+        fd = create_own(tmp)
         try:
-            _write_all(fd, encode("released " + json.dumps(marker, separators=(",", ":"))))
+            write_all(fd, encode("released " + json.dumps(marker, separators=(",", ":"))))
             if self.durable:
-                _sync(fd)
+                sync(fd)
         except BaseException:
             os.close(fd)
             os.unlink(tmp)
@@ -545,7 +407,7 @@ class Journal:
             pass
         os.replace(tmp, self.path)
         if self.durable:
-            _sync_directory(self.path)
+            sync_directory(self.path)
 
     def close(self) -> None:
         """Close the journal and unlock the data file."""
@@ -578,7 +440,7 @@ class Journal:
     def _remove_stray_undo(self) -> None:
         """A completed release's saved block, left by a kill just before its removal: true
         counts that nothing needs any more (if it is ours; else it is refused later)."""
-        fd = _open_own(self.undo_path, os.O_RDONLY, "undo file")
+        fd = open_own(self.undo_path, os.O_RDONLY, "undo file")
         if fd >= 0:
             os.close(fd)
             os.unlink(self.undo_path)
