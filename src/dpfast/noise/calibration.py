@@ -128,7 +128,7 @@ def measure(func: str, noise: object, epsilon: object, delta: object, rho: objec
     """
     if not isinstance(noise, str):
         raise TypeError(f"The 'noise' parameter of {func} must be 'laplace' or 'gaussian'. "
-                        f"Got a {type(noise).__name__} instead.")
+                        f"Got {_v.describe(noise)} instead.")
     if noise not in NOISES:
         raise ValueError(f"The 'noise' parameter of {func} must be 'laplace' or 'gaussian'. "
                          f"Got {noise!r} instead.")
