@@ -52,8 +52,8 @@ SECTIONS: list[tuple[str, list[str]]] = [
 # guides use), documented on pages of their own too.
 EXTRA: list[tuple[str, list[str]]] = [
     ("What releases return", [
-        "dpfast.linear.hierarchy.HierarchyRelease", "dpfast.linear.tree.TreeRelease",
-        "dpfast.linear.contingency.MarginalRelease", "dpfast.linear.graphical.GraphicalModel",
+        "dpfast.linear.hierarchy_release.HierarchyRelease", "dpfast.linear.tree.TreeRelease",
+        "dpfast.linear.marginal_release.MarginalRelease", "dpfast.linear.graphical.GraphicalModel",
         "dpfast.linear.multiplicative_weights.MWEMRelease",
         "dpfast.linear.small_database.SmallDBRelease"]),
     ("Helpers", ["dpfast.records.accuracy", "dpfast.datasets.load_adult"]),
