@@ -3,7 +3,7 @@
 output frame (every statistic post-processing of these)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -16,11 +16,30 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from .._release import Keys
-    from .grouping import GroupBy
 
 __all__ = ["finish"]
 
-def finish(stream: Keys, threads: int, gp: GroupPlan, specs: list[Spec], group: GroupBy,
+
+class Grouping(Protocol):
+    """What the draw reads of the :class:`~dpfast.groupby.GroupBy` it finishes: its key
+    column, its privacy unit and contribution bounds, its keys if public, and its number of
+    rows (the draw sits below the group-by and names only these)."""
+
+    @property
+    def by(self) -> str: ...
+    @property
+    def privacy_unit(self) -> str | None: ...
+    @property
+    def max_groups(self) -> int: ...
+    @property
+    def max_rows(self) -> int: ...
+    @property
+    def keys(self) -> object: ...
+    @property
+    def rows(self) -> int: ...
+
+
+def finish(stream: Keys, threads: int, gp: GroupPlan, specs: list[Spec], group: Grouping,
            key_values: NDArray[Any], public: bool, stats: KeyStatistics) -> Any:
     """The draw of a grouped release from its exact statistics per key (keys sorted): the
     key selection (private keys), then one noisy count and the noisy sums of the released
@@ -58,7 +77,7 @@ def finish(stream: Keys, threads: int, gp: GroupPlan, specs: list[Spec], group: 
 
 
 def _quantiles(stream: Keys, threads: int, gp: GroupPlan, specs: list[Spec],
-               group: GroupBy, stats: KeyStatistics,
+               group: Grouping, stats: KeyStatistics,
                released: NDArray[np.int64]) -> dict[str, NDArray[np.float64]]:
     """Each quantile statistic of the released keys: per key, the exponential mechanism over
     the gaps of the key's sorted grid points (:func:`dpfast.records.quantiles`' mechanism),
