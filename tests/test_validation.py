@@ -663,7 +663,7 @@ def test_check_noise_scale_and_histogram():
 
 
 def test_category_codes_of_integers_by_lookup_table_match_the_general_path():
-    from dpfast.validation import category_codes
+    from dpfast.tables import category_codes
     rng = np.random.default_rng(0)
     values = rng.integers(-5, 40, 10_000)
     cats = [7, 3, 30, 0, 12, -2]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import category_codes
+from ..tables import category_codes
 
 __all__ = ["ADULT_COLUMNS", "adult_table", "adult_wide", "full_counts", "WIDE_BINS",
            "NATIVE_COUNTRIES"]

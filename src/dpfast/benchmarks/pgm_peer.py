@@ -199,7 +199,7 @@ def run_child(method: str, epsilon: float, delta: float, seed: int, k: int,
         (mbi's and jax's) and ``error`` (None).
     """
     from .adult import ADULT_COLUMNS, adult_table, adult_wide
-    from ..validation import category_codes
+    from ..tables import category_codes
 
     sys.path.insert(0, target)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")     # no probing for accelerators

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import validation as _v
 from .._release import Keys, release
-from ..tables import category_list
+from ..tables import category_codes, category_list
 from .rr_coins import CHUNK, keep_probability, uniforms
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def randomized_response_categorical(values: ArrayLike,
         codes: NDArray[np.int64] = np.asarray(arr, dtype=np.int64).reshape(-1).copy()
         codes[(codes < 0) | (codes >= k)] = -1
     else:
-        codes = _v.category_codes(values, cats, func)
+        codes = category_codes(values, cats, func)
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         raise ValueError(f"The 'values' parameter of {func} must contain only values in "

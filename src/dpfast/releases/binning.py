@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _native
 from .. import validation as _v
-from ..tables import category_list
+from ..tables import category_codes, category_list
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -160,7 +160,7 @@ def category_counts(values: "ArrayLike", categories: Any, other: object, func: s
                                "an ordered sequence of categories (the order of the "
                                "released cells).")
     other = _v.check_bool(other, "other", func)
-    codes = _v.category_codes(values, categories, func)
+    codes = category_codes(values, categories, func)
     ncat = len(categories)
     unknown = np.flatnonzero(codes < 0)
     if unknown.size and not other:

@@ -12,7 +12,7 @@ import numpy as np
 
 import dpfast as dp
 
-from ...validation import category_codes
+from ...tables import category_codes
 from ..adult import adult_table, adult_wide
 from ..adult import full_counts as _full_counts
 
