@@ -13,34 +13,51 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .. import validation as _v
 from ..zcdp import rho_from_epsilon_delta
 from .amounts import ZERO, advanced_epsilon, as_float, exp_up, loss_term, sub
 from .errors import check_label
+from .roles import Root
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias
 
-    from .accountant import Accountant
+    from .. import _native
     from .amounts import Amount, Cost
 
     # plan's result: (updates, root, old, new, increase).
     Plan: TypeAlias = "tuple[list[tuple[Node, Cost]], Node | None, Cost, Cost, Cost]"
 
-__all__ = ["Node", "ParallelBlock", "Partition", "PARALLEL", "PARTITION", "group_cost", "plan",
-           "apply_plan", "advanced_bound", "advanced_sums", "zcdp_budget"]
+__all__ = ["BlockAccountant", "Node", "ParallelBlock", "Partition", "PARALLEL", "PARTITION",
+           "group_cost", "plan", "apply_plan", "advanced_bound", "advanced_sums", "zcdp_budget"]
 
 
 PARALLEL, PARTITION = "parallel", "partition"
+
+
+class BlockAccountant(Root, Protocol):
+    """What a block or partition asks of its accountant (:class:`~dpfast.accounting.Accountant`
+    satisfies it): its lock (the tally) and block count, and the check and spend of a cost
+    at a node."""
+
+    _tally: _native.Tally
+    _n_blocks: int
+
+    def _spend_at(self, node: Node | None, epsilon: float | None, delta: float,
+                  label: object, rho: float | None = None,
+                  commits: str | None = None) -> None: ...
+
+    def _check_at(self, node: Node | None, epsilon: float | None, delta: float,
+                  rho: float | None = None) -> bool: ...
 
 
 class Node:
     """A parallel block or a partition: where a spend is made when it is not made on the
     accountant itself (see :meth:`Accountant.parallel`)."""
 
-    def __init__(self, acct: "Accountant", parent: "Node | None", kind: str,
+    def __init__(self, acct: BlockAccountant, parent: "Node | None", kind: str,
                  label: str | None) -> None:
         self._acct = acct
         self._parent = parent
@@ -116,7 +133,7 @@ class ParallelBlock(Node):
     spending through it raises ``RuntimeError``.
     """
 
-    def __init__(self, acct: "Accountant", parent: "Partition | None",
+    def __init__(self, acct: BlockAccountant, parent: "Partition | None",
                  label: str | None) -> None:
         super().__init__(acct, parent, PARALLEL, label)
         self._open = False
@@ -155,7 +172,7 @@ class Partition(Node):
     """One partition of a parallel block (:meth:`ParallelBlock.partition`): its spends add
     up. It can be spent through while its block is open."""
 
-    def __init__(self, acct: "Accountant", parent: ParallelBlock, label: str | None) -> None:
+    def __init__(self, acct: BlockAccountant, parent: ParallelBlock, label: str | None) -> None:
         super().__init__(acct, parent, PARTITION, label)
 
     def parallel(self, *, label: str | None = None) -> ParallelBlock:

@@ -14,7 +14,7 @@ import math
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from .. import _native
 from ..ledger import CHARGE, RETURN, amount_text, charge_details
@@ -22,16 +22,16 @@ from .amounts import (CACHE_MAX, ZERO, add, amount, as_float, delta_cache, eps_c
                       float_down, float_up, rho_amount)
 from .composition import group_cost
 from .errors import BudgetExceededError, shown
-from .ledgered import append_durably
+from .ledgered import Synced, append_durably
 from .readings import Budget, LedgerEntry, entries
+from .roles import LedgerAccountant, Root
 
 if TYPE_CHECKING:
     from typing import Literal
 
-    from .accountant import Accountant
     from .amounts import Amount, Cost
 
-__all__ = ["Lease", "lease_slice", "live_leases"]
+__all__ = ["Lease", "LeaseAccountant", "lease_slice", "live_leases"]
 
 # A zCDP lease's compiled fast path charges a pure epsilon spend its rho: checked epsilons
 # (floats) -> eps**2 / 2 exactly, rounded up; and delta 0 only (a zCDP charge with delta > 0
@@ -40,6 +40,27 @@ _eps_rho_cache: "dict[float, int]" = {}
 _NO_DELTA: "dict[float, int]" = {0.0: 0}
 # A system call each time (glibc caches no pid), so it sees a fork made through libc.
 _getpid = os.getpid
+
+
+class LeaseAccountant(LedgerAccountant, Root, Protocol):
+    """What a lease asks of the accountant it is reserved from
+    (:class:`~dpfast.accounting.Accountant` satisfies it): its books and ledger
+    (:class:`~.roles.LedgerAccountant`), the check of a cost and the refusal of one that does
+    not fit, the reading of a rho in epsilon, its lock, and its open leases."""
+
+    _lease_objects: weakref.WeakSet[Lease]
+
+    def _request(self, epsilon: float | None, delta: float, rho: float | None,
+                 func: str) -> tuple[int, int]: ...
+
+    def _epsilon_at(self, rho: Amount) -> float: ...
+
+    def _synced(self) -> Synced: ...
+
+    def _within(self, eps: Amount, dlt: Amount) -> bool: ...
+
+    def _refusal(self, epsilon: float | None, delta: float, rho: float | None,
+                 charge: Cost, in_block: bool) -> BudgetExceededError: ...
 
 
 class Lease:
@@ -120,7 +141,7 @@ class Lease:
     0.25
     """
 
-    def __init__(self, acct: Accountant, cost: "Cost",
+    def __init__(self, acct: LeaseAccountant, cost: "Cost",
                  asked: "tuple[float | None, float, float | None]",
                  label: str | None) -> None:
         self._acct = acct
@@ -288,7 +309,7 @@ class Lease:
         return Budget(eps, dlt, eps * eps / 2 if dlt == 0 else math.inf)
 
     @property
-    def accountant(self) -> Accountant:
+    def accountant(self) -> LeaseAccountant:
         """The accountant the slice was reserved from."""
         return self._acct
 
@@ -352,7 +373,7 @@ class Lease:
 live_leases: weakref.WeakSet[Lease] = weakref.WeakSet()
 
 
-def lease_slice(acct: Accountant, epsilon: float | None, delta: float, rho: float | None,
+def lease_slice(acct: LeaseAccountant, epsilon: float | None, delta: float, rho: float | None,
                 func: str) -> tuple[Cost, tuple[float | None, float, float | None]]:
     """The slice :meth:`Accountant.lease <dpfast.accounting.Accountant.lease>` asks of
     ``acct``, checked: its exact cost (for one individual, in the accountant's currency) and
@@ -395,7 +416,7 @@ def lease_slice(acct: Accountant, epsilon: float | None, delta: float, rho: floa
 
 
 
-def _reserve(acct: Accountant, cost: Cost, asked: tuple[float | None, float, float | None],
+def _reserve(acct: LeaseAccountant, cost: Cost, asked: tuple[float | None, float, float | None],
              label: str | None) -> str:
     """Charge a lease's slice ``cost`` to ``acct`` (raw, for one individual: scaled for
     groups here) as one reservation; its id."""
@@ -411,7 +432,7 @@ def _reserve(acct: Accountant, cost: Cost, asked: tuple[float | None, float, flo
                           CHARGE, lease_id)
         return lease_id
 
-def _give_back(acct: Accountant, lease_id: str, reserved: Cost, used: tuple[Amount, Amount],
+def _give_back(acct: LeaseAccountant, lease_id: str, reserved: Cost, used: tuple[Amount, Amount],
                label: str | None) -> None:
     """Give back to ``acct`` what a lease did not use: its scaled reservation minus the scaled sum
     of its spends ``used`` (raw), never more; nothing is written when that is zero."""
@@ -436,7 +457,7 @@ def _give_back(acct: Accountant, lease_id: str, reserved: Cost, used: tuple[Amou
         _write(acct, record, RETURN, lease_id)
 
 
-def _write(acct: Accountant, record: tuple[object, ...], kind: str, lease_id: str) -> None:
+def _write(acct: LeaseAccountant, record: tuple[object, ...], kind: str, lease_id: str) -> None:
     """Make a lease's reservation (``kind`` CHARGE) or return (RETURN: ``record[4]`` is
     minus what it gives back) durable in ``acct``'s ledger, then take it in (lock held, as
     for a spend)."""

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Literal
 
-    from .accountant import Accountant
-    from .books import Books
+    from .roles import LedgerAccountant, LedgerBooks
 
 __all__ = ["Synced", "append_durably", "budget_header", "damage_error", "ledger_budget",
            "open_ledger", "read_ledger", "redeem"]
@@ -43,7 +42,7 @@ def open_ledger(path: str | os.PathLike[str], header: str | None,
             "(another file) for the budget that remains.") from None
 
 
-def budget_header(acct: Accountant) -> str:
+def budget_header(acct: LedgerAccountant) -> str:
     """The budget record ``acct`` expects of its ledger (:func:`dpfast.ledger.budget_record`):
     its (epsilon, delta) budget, or its rho budget and the delta epsilon is read at."""
     if acct._zcdp:
@@ -78,7 +77,7 @@ def ledger_budget(file: LedgerFile) -> tuple[float, float, int, float | None,
     return as_float(first), as_float(second), int(k), delta_prime, zcdp
 
 
-def damage_error(acct: Books, line: int, what: str) -> LedgerDamagedError:
+def damage_error(acct: LedgerBooks, line: int, what: str) -> LedgerDamagedError:
     """The error of a spend refused because ``acct``'s ledger is damaged."""
     path = acct._ledger_file.path if acct._ledger_file is not None else "?"
     return LedgerDamagedError(
@@ -92,7 +91,7 @@ class Synced:
     taken in, SIGINT and SIGTERM held throughout (see :func:`dpfast.ledger.hold_signals`):
     an interrupt can neither leave a lock taken nor split a charge from its record."""
 
-    def __init__(self, acct: Books) -> None:
+    def __init__(self, acct: LedgerBooks) -> None:
         self._acct = acct
         self._held: HeldSignals | None = None
 
@@ -129,7 +128,7 @@ class Synced:
         return False
 
 
-def read_ledger(acct: Books) -> None:
+def read_ledger(acct: LedgerBooks) -> None:
     """Take in the charges appended to ``acct``'s ledger file since the last look (call with
     both locks held), checking each running total. Damage (found here or by the file)
     exhausts the budget."""
@@ -168,7 +167,7 @@ def read_ledger(acct: Books) -> None:
         acct._tally.spent = acct._budget
 
 
-def append_durably(acct: Books, amounts: tuple[str, str, str, str],
+def append_durably(acct: LedgerBooks, amounts: tuple[str, str, str, str],
                    details: dict[str, Any], kind: str, take: Callable[[], None]) -> None:
     """Append one record to ``acct``'s ledger file, durable before anything changes in
     memory, then ``take()`` it in (both locks and the signals held, by :class:`Synced`). A
@@ -189,7 +188,7 @@ def append_durably(acct: Books, amounts: tuple[str, str, str, str],
     take()
 
 
-def redeem(acct: Books, commits: str, cost: tuple[float | None, float, float | None],
+def redeem(acct: LedgerBooks, commits: str, cost: tuple[float | None, float, float | None],
            label: str) -> bool:
     """Whether an interrupted release committed to ``commits`` may complete without a
     new charge: ``acct``'s ledger holds a sequential charge of exactly ``cost`` (asked
