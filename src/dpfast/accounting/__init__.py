@@ -55,7 +55,9 @@ lock, and the check and charge of a spend), :mod:`.accountant` (:class:`Accounta
 :mod:`.ledgered` (the accountant's side of a ledger file; the file format is
 :mod:`dpfast.ledger`'s), :mod:`.leases` (:class:`Lease`), :mod:`.readings`
 (:class:`Budget`, :class:`LedgerEntry`), :mod:`.defaults` (the default accountant, what
-``accountant=`` accepts, forked children) and :mod:`.errors`.
+``accountant=`` accepts, forked children), :mod:`.roles` (what the modules below
+:class:`Accountant` ask of it, as protocols, so that every import points down) and
+:mod:`.errors`.
 
 Examples
 --------
