@@ -108,3 +108,14 @@ def test_adult_marital_status_report_noisy_max_picks_the_mode():
             rng=g)))
     assert picks == {0}
     assert a.spent == (3000.0, 0.0) and len(a) == 3000
+
+
+def test_each_call_returns_columns_of_its_own():
+    """The embedded files are parsed once per process; a caller writing into its columns
+    changes no later call's."""
+    first = load_adult()
+    first["age"][:] = -1
+    first["sex"][:] = "x"
+    again = load_adult()
+    assert again["age"].min() >= 17 and set(again["sex"]) == {"Female", "Male"}
+    assert again["age"].flags.writeable

@@ -4,6 +4,7 @@
 the training split) and ``adult.test`` (16,281), stored gzip-compressed in the package.
 """
 import csv
+import functools
 import gzip
 import io
 from importlib import resources
@@ -59,6 +60,17 @@ def _rows(name: str) -> list[list[str]]:
         return [row for row in reader if row]
 
 
+@functools.lru_cache(maxsize=len(_FILES))
+def _columns(split: str) -> "dict[str, NDArray[Any]]":
+    """The split's columns, parsed once and read-only (load_adult hands out copies)."""
+    rows = [r for name in _FILES[split] for r in _rows(name)]
+    out: dict[str, NDArray[Any]] = {}
+    for name, values in zip(ADULT_COLUMNS, zip(*rows)):
+        out[name] = np.array(values, dtype=np.int64 if name in ADULT_NUMERIC else str)
+        out[name].flags.writeable = False
+    return out
+
+
 @overload
 def load_adult(split: Literal["train", "test", "all"] = ..., *,
                as_frame: Literal[False] = ...) -> "dict[str, NDArray[Any]]": ...
@@ -110,11 +122,9 @@ def load_adult(split: Literal["train", "test", "all"] = "train", *,
             raise ImportError("load_adult(as_frame=True) needs pandas: pip install pandas. "
                               "Without it, load_adult() returns a dict of numpy columns."
                               ) from None
-    rows = [r for name in _FILES[split] for r in _rows(name)]
-    cols = list(zip(*rows))
-    out: dict[str, NDArray[Any]] = {}
-    for name, values in zip(ADULT_COLUMNS, cols):
-        out[name] = np.array(values, dtype=np.int64 if name in ADULT_NUMERIC else str)
+    # Each call returns arrays of its own (a caller may write into them); the parse of the
+    # embedded files is done once per process.
+    out = {name: col.copy() for name, col in _columns(split).items()}
     if not as_frame:
         return out
     return pd.DataFrame({name: col if name in ADULT_NUMERIC else pd.Categorical(col)
