@@ -233,6 +233,13 @@ BAD = {
     "private keys without delta": ("user,dept,salary\n1,a,5\n",
                                    ["--count", "--delta", "0"],
                                    r"argument --delta: delta must be in \(0, 1\)"),
+    "selection under the count rule": ("user,dept,salary\n1,a,5\n",
+                                       ["--mean", "salary:0:9", "--selection", "0.3"],
+                                       r"--selection sets the key selection's share"),
+    "selection with --selection-rule count": ("user,dept,salary\n1,a,5\n",
+                                              ["--count", "--selection", "0.3",
+                                               "--selection-rule", "count"],
+                                              r"--selection .* the count rule"),
 }
 
 

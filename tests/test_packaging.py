@@ -12,9 +12,12 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_demo():
     assert code == 0, out
     fields = dict(re.findall(r"^(sdist|wheel|version|imported from): (.*)$", out, re.M))
     sdist, wheel = fields["sdist"].split(), fields["wheel"].split()
-    # The sdist holds what a build needs (the compiled core's sources) and the docs' sources.
+    # The sdist holds what a build needs (the compiled core's sources), the tests with the data
+    # they read (the pinned answers), and the docs' sources.
     for name in ("pyproject.toml", "setup.py", "LICENSE", "CHANGELOG.md", "README.md",
-                 "src/dpfast/_native.pyx", "src/dpfast/_core/chacha20.c", "docs/conf.py"):
+                 "src/dpfast/_native.pyx", "src/dpfast/_core/chacha20.c", "docs/conf.py",
+                 "tests/known_answers.json", "tests/conftest.py",
+                 "docs/plots/grouped_mean_error.py"):
         assert name in sdist, name
     # The wheel holds the compiled module, its stub, the typing marker and the bundled data.
     assert any(re.fullmatch(r"dpfast/_native\..*\.so", n) for n in wheel)

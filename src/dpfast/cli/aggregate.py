@@ -101,6 +101,15 @@ def _check_aggregate_options(args: argparse.Namespace) -> None:
         if args.rho is not None:
             raise CLIError("--rho applies with public --keys: keys selected privately are "
                            "paid for in --epsilon and --delta.")
+        count_rule = args.selection_rule == "count" or (
+            args.selection_rule == "auto" and args.noise == "laplace")
+        if args.selection is not None and count_rule:
+            # Every statistic here measures a count: with Laplace noise "auto" is the count
+            # rule, which thresholds the released count and spends no epsilon on selection.
+            raise CLIError("--selection sets the key selection's share of epsilon under "
+                           "--selection-rule optimal or gaussian; the count rule (--noise "
+                           "laplace with --selection-rule auto, or --selection-rule count) "
+                           "spends none. Leave --selection out, or choose another rule.")
     elif args.selection is not None or args.selection_rule != "auto":
         raise CLIError("--selection and --selection-rule are about the key selection: they "
                        "apply only to keys selected privately (no --keys).")

@@ -134,8 +134,8 @@ release's key; without it, each row is a person (the command says which on stand
 
 Keys: --keys K1,K2,... publishes exactly those keys (zeros included; other rows dropped).
 Without --keys, the keys are found in the data and each is released only if enough people
-have rows in it (private partition selection, which costs --selection of epsilon and
-delta): a key with few people is usually not released.
+have rows in it (private partition selection, which costs delta and, under the optimal
+and Gaussian rules, --selection of epsilon): a key with few people is usually not released.
 
 Input: a CSV file with a header row (read with pyarrow; key and --privacy-unit values are
 taken as text, exactly as written; an empty field is missing) or FILE.parquet (only the
@@ -184,8 +184,9 @@ def _aggregate_parser(sub: Any) -> None:
                      help="a zCDP budget instead of --epsilon (--noise gaussian, public "
                           "--keys)")
     agg.add_argument("--selection", type=_share, default=None, metavar="SHARE",
-                     help="the key selection's share of epsilon, in (0, 1) (default: an "
-                          "equal share with each measurement)")
+                     help="the key selection's share of epsilon under --selection-rule "
+                          "optimal or gaussian, in (0, 1) (default: an equal share with each "
+                          "measurement); refused under the count rule, which spends none")
     agg.add_argument("--selection-rule", choices=["auto", "count", "optimal", "gaussian"],
                      default="auto",
                      help="the key selection's rule: a threshold on the released noisy count "

@@ -81,7 +81,7 @@ def histogram(values: Any, bins: Any = 10, *, noise: str = "laplace",
         is missing with an int ``bins``, or has low >= high; ``postprocess`` is not one of
         the accepted values; the privacy keywords do not fit the noise or are out of range.
         Found in the read of the records, before the charge: a NaN or infinite value (the
-        message gives its position, never the value).
+        message gives its position within its chunk or partition, never the value).
     BudgetExceededError
         The accountant cannot afford the release (nothing is read).
 
@@ -175,7 +175,8 @@ def histogramdd(frame: Any, bins: Any, *, noise: str = "laplace",
         pair per dimension, lacks one an int ``bins`` needs, or has low >= high; the table
         would have too many cells; ``postprocess`` is not one of the accepted values; the
         privacy keywords do not fit the noise or are out of range. Found in the read of the
-        records, before the charge: a NaN or infinite value (by position, never by value).
+        records, before the charge: a NaN or infinite value (by its position within its
+        chunk, never by value).
     BudgetExceededError
         The accountant cannot afford the release (nothing is read).
 
@@ -268,7 +269,8 @@ def count_categories(values: Any, categories: Sequence[Any], *, noise: str = "la
         ``categories`` repeats a category; ``postprocess`` is not one of the
         accepted values; the privacy keywords do not fit the noise or are out of range.
         Found in the read of the records, before the charge: a value outside
-        ``categories`` without ``other=True`` (named by its position, never its value).
+        ``categories`` without ``other=True`` (named by its position within its partition,
+        never its value).
     BudgetExceededError
         The accountant cannot afford the release (nothing is read).
 

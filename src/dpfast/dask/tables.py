@@ -81,8 +81,8 @@ def crosstab(frame: Any, columns: Hashable | Sequence[Hashable], *,
         column's categories, or gives empty or repeated ones, or a Dask collection (data,
         not public categories: refused unread); the privacy keywords do not fit the noise
         or are out of range. Found in the read of the records, before the charge: a value
-        outside its column's public categories, or a missing value (by position, never by
-        value).
+        outside its column's public categories, or a missing value (by its position within
+        its partition, never by value).
     BudgetExceededError
         The accountant cannot afford the release (nothing is read).
 
