@@ -72,8 +72,9 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float | None = None,
 
     Parameters
     ----------
-    frame : pandas.DataFrame or mapping of str to array_like
-        One record per row (a mapping: equal-length 1-D columns).
+    frame : pandas.DataFrame, mapping of str to array_like, pyarrow.Table, polars.DataFrame or str
+        One record per row (a mapping: equal-length 1-D columns; a str: the path of a
+        ``.parquet`` file). Only a pandas DataFrame gives labelled pandas output.
     columns : column name or sequence of column names
         The table's attributes, in the order of its axes.
     epsilon : float, optional
@@ -123,8 +124,9 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float | None = None,
         frame, a column, a Series, a categorical dtype), gives no categories for a column,
         or a column's categories are empty, repeated or hold a missing-value marker; a
         record's value is outside its column's categories, or missing (the message gives
-        the record's position, never its value); ``noise`` neither ``"laplace"`` nor ``"gaussian"``, or privacy
-        keywords that do not fit it (Laplace: ``epsilon`` missing, ``rho`` or a ``delta``
+        the record's position, never its value); a pyarrow, polars or Parquet column holds
+        a null; ``noise`` neither ``"laplace"`` nor ``"gaussian"``, or privacy keywords that
+        do not fit it (Laplace: ``epsilon`` missing, ``rho`` or a ``delta``
         > 0 given; Gaussian: neither ``rho`` nor both ``epsilon`` and ``delta``, or both),
         out of range (``epsilon`` or ``rho`` <= 0, ``delta`` outside (0, 1)), or giving a
         noise scale or sigma beyond the integer sampler's range; a Gaussian release given
@@ -190,6 +192,7 @@ def crosstab(frame: Any, columns: Any, *, epsilon: float | None = None,
     rel = Release(func, accountant, m.epsilon, m.delta, rng, threads,
                   rho=m.rho)                      # checked before the counting
     names = tables.check_columns(columns, func)
+    frame = tables.records_of(frame, func)
     cols = {n: tables.frame_column(frame, n, "columns", func) for n in names}
     mapping = tables.keys_mapping(keys, frame, func)
     missing = [n for n in names if n not in mapping]
@@ -262,9 +265,10 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
 
     Parameters
     ----------
-    frame_or_counts : pandas.DataFrame, mapping of str to array_like, or array_like
-        Records (a DataFrame or a mapping of equal-length columns; ``keys`` required), or a
-        full histogram: integer counts with one axis per attribute.
+    frame_or_counts : DataFrame, mapping of str to array_like, pyarrow.Table, str, or array_like
+        Records (a pandas or polars DataFrame, a mapping of equal-length columns, a pyarrow
+        Table or the path of a ``.parquet`` file; ``keys`` required), or a full histogram:
+        integer counts with one axis per attribute.
     epsilon : float, optional
         Privacy parameter for all tables together, charged once before the noise is drawn.
         Required for Laplace noise; for Gaussian noise, with ``delta``.
@@ -410,7 +414,7 @@ def marginals(frame_or_counts: Any, *, epsilon: float | None = None, k: int | No
     """
     func = "marginals"
     how = check_method(method, func)
-    data = frame_or_counts
+    data = tables.records_of(frame_or_counts, func)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(data, pd.Series):
         raise TypeError(f"The 'frame_or_counts' parameter of {func} must be a DataFrame or a "

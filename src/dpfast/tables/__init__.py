@@ -6,7 +6,9 @@ values are parsed one way. Its modules hold one concern each:
 - :mod:`.columns`: the columns of a table: pandas and polars DataFrames, pyarrow Tables,
   mappings of columns, and Parquet files read column by column (:class:`ParquetColumns`),
   so that a release holds the columns it needs once, never a second copy of a whole table
-  (:func:`column`, :func:`length`, :func:`open_table`);
+  (:func:`column`, :func:`length`, :func:`open_table`; :func:`records_of` shows a pyarrow
+  Table, a polars DataFrame or a Parquet file as a mapping of columns,
+  :class:`TableColumns`);
 - :mod:`.categories`: public categories: the ``keys`` mapping of a table release
   (:func:`keys_mapping`), one column's list of categories (:func:`public_categories`,
   :func:`category_list`), refused when taken from the data, repeated or holding a
@@ -27,11 +29,12 @@ from .categories import (category_codes, category_list, is_missing, keys_leak, k
                          public_categories)
 from .codes import (category_indexes, check_columns, frame_codes, frame_column, has_column,
                     label_table, record_codes)
-from .columns import (BATCH_ROWS, ParquetColumns, check_column, column, is_frame_like,
-                      is_pandas_frame, length, open_table)
+from .columns import (BATCH_ROWS, ParquetColumns, TableColumns, check_column, column,
+                      is_frame_like, is_pandas_frame, length, open_table, records_of)
 from .groups import CODES_BLOCK, GroupCodes, group_codes
 
-__all__ = ["column", "check_column", "length", "ParquetColumns", "open_table",
+__all__ = ["column", "check_column", "length", "ParquetColumns", "open_table", "TableColumns",
+           "records_of",
            "is_pandas_frame", "is_frame_like", "keys_leak", "keys_mapping", "is_missing",
            "category_list", "public_categories", "category_codes", "frame_column",
            "has_column", "check_columns", "record_codes", "frame_codes", "category_indexes",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -164,9 +164,48 @@ def column(data: object, name: object, param: str, func: str) -> Any:
     if module == "pyarrow" and not isinstance(data, Mapping):
         if col.null_count:
             raise ValueError(f"The column {name!r} ({param}) of {func} has nulls: refused "
-                             "(drop or fill them; a null is not a group of its own).")
+                             "(drop or fill them; a null is not a key or a category of its own).")
         col = col.to_numpy()
     return col
+
+
+class TableColumns(Mapping[str, Any]):
+    """A pyarrow Table, a polars DataFrame or a Parquet file seen as a read-only mapping of
+    its columns, each read as numpy when asked for (never a copy of the whole table), so that
+    a release written for mappings of columns reads these tables too."""
+
+    def __init__(self, data: object, func: str) -> None:
+        self._data = open_table(data)
+        self._func = func
+        module = type(self._data).__module__.split(".")[0]
+        if isinstance(self._data, ParquetColumns):
+            self._names = list(self._data.names)
+        elif module == "pyarrow":
+            self._names = list(self._data.column_names)  # type: ignore[attr-defined]
+        else:
+            self._names = list(self._data.columns)       # type: ignore[attr-defined]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
+        return column(self._data, name, "frame", self._func)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def records_of(data: object, func: str) -> object:
+    """``data``, with a pyarrow Table, a polars DataFrame or a path to a ``.parquet`` file
+    made a :class:`TableColumns` (pandas DataFrames and mappings pass as they are)."""
+    module = type(data).__module__.split(".")[0]
+    parquet = isinstance(data, (str, os.PathLike)) and \
+        os.fspath(data).lower().endswith(".parquet")
+    if parquet or (module in ("pyarrow", "polars") and hasattr(data, "columns")):
+        return TableColumns(data, func)
+    return data
 
 
 def length(data: object, func: str) -> int:
