@@ -45,7 +45,7 @@ def test_a_missing_column_never_shows_the_header(tmp_path, capsys):
     path.write_text(f"{SECRET},41\nbob,35\n")
     err = fails(["histogram", path, "--column", "age", "--bins", "0,50", *EXACT], capsys,
                 f"--column 'age' is not a column of {path}", "line 1", "2 column(s)")
-    assert "41" not in err
+    assert "41" not in err.replace(str(path), "")     # (pytest's temporary path may hold 41)
 
 
 def test_a_bad_value_names_its_line_and_column(tmp_path, capsys):
