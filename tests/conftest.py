@@ -1,9 +1,10 @@
 """Shared test set-up: the ``impl`` fixture (each instruction set this CPU runs), and the
 checks that run whole programs (the strict type check, the documentation site's build, and
-the sdist and wheel installed in a fresh venv), started in the background as the session
-starts (each takes seconds of a core the tests are not waiting for); the tests that report
-them (tests/test_typing.py, tests/test_docs_site.py, tests/test_packaging.py) collect their
-results with :func:`background_result`.
+the sdist and wheel installed in a fresh venv). Each is started in the background as the
+session starts, when the run's paths take in the test that reports it (it takes seconds of
+a core the tests are not waiting for); those tests (tests/test_typing.py,
+tests/test_docs_site.py, tests/test_packaging.py) collect the results with
+:func:`background_result`.
 
 With pytest-xdist (``-n auto``, as the README runs the tests), the checks are started once,
 by the controlling process; each writes its output and exit code to files in a directory
@@ -32,17 +33,31 @@ RUNNER = ("import pathlib, subprocess, sys; d = pathlib.Path(sys.argv[1]); "
           "(d / 'code.tmp').write_text(str(r.returncode)); (d / 'code.tmp').rename(d / 'code')")
 
 
-def background_checks() -> dict[str, list[str]]:
-    """The programs to start, by name; a check whose tool is not installed is left out (its
-    test then skips, saying so)."""
+def background_checks() -> dict[str, tuple[str, list[str]]]:
+    """The programs to start, by name: the test file that reports each, and its command. A
+    check whose tool is not installed is left out (its test then skips, saying so)."""
+    tests = ROOT / "tests"
     checks = {}
     if importlib.util.find_spec("mypy") is not None:
-        checks["mypy"] = [sys.executable, "-m", "mypy", "--no-error-summary"]
+        checks["mypy"] = ("test_typing.py", [sys.executable, "-m", "mypy", "--no-error-summary"])
     if importlib.util.find_spec("sphinx") is not None:
-        checks["sphinx"] = [sys.executable, str(ROOT / "tests" / "docs_build.py")]
+        checks["sphinx"] = ("test_docs_site.py", [sys.executable, str(tests / "docs_build.py")])
     if importlib.util.find_spec("build") is not None:
-        checks["wheel"] = [sys.executable, str(ROOT / "tests" / "packaging_check.py")]
+        checks["wheel"] = ("test_packaging.py",
+                           [sys.executable, str(tests / "packaging_check.py")])
     return checks
+
+
+def asked_for(config, test_file: str) -> bool:
+    """Whether the run's paths take in ``tests/<test_file>`` (the whole suite, the tests
+    directory or that file): a run of other files starts none of these programs."""
+    target = (ROOT / "tests" / test_file).resolve()
+    paths = [arg.split("::")[0] for arg in config.args] or [str(ROOT / "tests")]
+    for arg in paths:
+        path = pathlib.Path(config.invocation_params.dir, arg).resolve()
+        if path == target or path in target.parents:
+            return True
+    return False
 
 
 def pytest_configure(config):
@@ -55,7 +70,9 @@ def pytest_configure(config):
         return
     where = tempfile.mkdtemp(prefix="dpfast-checks-")
     os.environ[BACKGROUND_DIR] = config.dpfast_background_dir = where   # inherited by workers
-    for name, argv in background_checks().items():
+    for name, (test_file, argv) in background_checks().items():
+        if not asked_for(config, test_file):
+            continue
         os.mkdir(os.path.join(where, name))
         config.dpfast_background.append(subprocess.Popen(
             [sys.executable, "-c", RUNNER, os.path.join(where, name), *argv], cwd=ROOT,
@@ -73,11 +90,12 @@ def pytest_unconfigure(config):
 
 def background_result(name: str, timeout: float = 900) -> tuple[int, str]:
     """Wait for the background check ``name``; its exit code and output. Skips where the
-    check was not started (its tool is not installed, or there is no source tree)."""
+    check was not started (its tool is not installed, there is no source tree, or the run
+    did not ask for its test)."""
     where = os.environ.get(BACKGROUND_DIR)
     if where is None or not os.path.isdir(os.path.join(where, name)):
-        pytest.skip(f"the {name} check was not started (its tool is not installed, or the "
-                    "source tree is not here)")
+        pytest.skip(f"the {name} check was not started (its tool is not installed, the "
+                    "source tree is not here, or the run's paths did not take in its test)")
     code = pathlib.Path(where, name, "code")
     deadline = time.monotonic() + timeout
     while not code.exists():
