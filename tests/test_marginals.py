@@ -669,3 +669,35 @@ def test_arrow_polars_and_parquet_records_give_the_same_release(kind, tmp_path):
         dp.crosstab(pa.table({"sex": ["F", None], "edu": ["HS", "BA"]}), ["sex", "edu"],
                     epsilon=1.0, keys=keys, accountant=acct)
     assert acct.spent == (0.0, 0.0)
+
+
+def test_a_parquet_file_is_read_once_per_column_and_a_rewrite_is_refused(tmp_path,
+                                                                          monkeypatch):
+    """crosstab reads each column of a Parquet file once; a file rewritten while a release
+    reads it is refused, before anything is charged."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from dpfast.tables import columns as C
+    keys = {"sex": ["F", "M"], "edu": ["HS", "BA"]}
+    path = str(tmp_path / "people.parquet")
+    pq.write_table(pa.table({"sex": ["F", "M", "F"], "edu": ["HS", "BA", "BA"]}), path)
+    reads = []
+    real = C.ParquetColumns.column
+
+    def counted(self, name, param, func):
+        reads.append(name)
+        return real(self, name, param, func)
+    monkeypatch.setattr(C.ParquetColumns, "column", counted)
+    dp.crosstab(path, ["sex", "edu"], epsilon=1.0, keys=keys, accountant=dp.Accountant(),
+                rng=1)
+    assert sorted(reads) == ["edu", "sex"]
+
+    def rewritten(self, name, param, func):
+        if name == "edu":                       # another writer replaces the file meanwhile
+            pq.write_table(pa.table({"sex": ["M"] * 5, "edu": ["HS"] * 5}), path)
+        return real(self, name, param, func)
+    monkeypatch.setattr(C.ParquetColumns, "column", rewritten)
+    acct = dp.Accountant(epsilon=1.0)
+    with pytest.raises(RuntimeError, match="changed after it was opened"):
+        dp.crosstab(path, ["sex", "edu"], epsilon=1.0, keys=keys, accountant=acct)
+    assert acct.spent == (0.0, 0.0)

@@ -171,12 +171,13 @@ def column(data: object, name: object, param: str, func: str) -> Any:
 
 class TableColumns(Mapping[str, Any]):
     """A pyarrow Table, a polars DataFrame or a Parquet file seen as a read-only mapping of
-    its columns, each read as numpy when asked for (never a copy of the whole table), so that
-    a release written for mappings of columns reads these tables too."""
+    its columns, each read as numpy once, when first asked for (never a copy of the whole
+    table), so that a release written for mappings of columns reads these tables too."""
 
     def __init__(self, data: object, func: str) -> None:
         self._data = open_table(data)
         self._func = func
+        self._read: dict[str, Any] = {}
         module = type(self._data).__module__.split(".")[0]
         if isinstance(self._data, ParquetColumns):
             self._names = list(self._data.names)
@@ -188,7 +189,9 @@ class TableColumns(Mapping[str, Any]):
     def __getitem__(self, name: str) -> Any:
         if name not in self._names:
             raise KeyError(name)
-        return column(self._data, name, "frame", self._func)
+        if name not in self._read:       # a release asks for a column more than once
+            self._read[name] = column(self._data, name, "frame", self._func)
+        return self._read[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
