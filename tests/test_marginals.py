@@ -6,6 +6,7 @@ import doctest
 import functools
 import itertools
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -700,4 +701,74 @@ def test_a_parquet_file_is_read_once_per_column_and_a_rewrite_is_refused(tmp_pat
     acct = dp.Accountant(epsilon=1.0)
     with pytest.raises(RuntimeError, match="changed after it was opened"):
         dp.crosstab(path, ["sex", "edu"], epsilon=1.0, keys=keys, accountant=acct)
+    assert acct.spent == (0.0, 0.0)
+
+
+def test_data_given_as_keys_or_column_names_is_refused_without_showing_it():
+    """A polars or Arrow column given as a column's categories is the data (as a pandas
+    Series is); a column of data given as the column names is refused by kind, and no
+    message shows a value; nothing is charged."""
+    pl = pytest.importorskip("polars")
+    pa = pytest.importorskip("pyarrow")
+    secret = "alice_secret"
+    frame = pd.DataFrame({"name": [secret, "bob", secret], "sex": ["F", "M", "F"]})
+    for keys in (pl.from_pandas(frame)["name"], pa.chunked_array([[secret, "bob"]]),
+                 pa.array([secret, "bob"])):
+        acct = dp.Accountant()
+        with pytest.raises(ValueError, match="not the data") as info:
+            dp.crosstab(pl.from_pandas(frame), ["name"], epsilon=1.0, keys={"name": keys},
+                        accountant=acct)
+        assert secret not in str(info.value) and acct.spent == (0.0, 0.0)
+    for columns in (frame["name"], pl.from_pandas(frame)["name"], frame["name"].unique()):
+        with pytest.raises(TypeError, match="not a column of data") as info:
+            dp.crosstab(frame, columns, epsilon=1.0, keys={"sex": ["F", "M"]},
+                        accountant=dp.Accountant())
+        assert secret not in str(info.value)
+    with pytest.raises(ValueError, match="position 1") as info:
+        dp.marginals(frame, keys={"sex": ["F", "M"], "name": [secret, "bob"]},
+                     workload=[("sex",), (secret, secret)], epsilon=1.0,
+                     accountant=dp.Accountant())
+    assert secret not in str(info.value).split("among")[0]
+
+
+def test_an_arrow_record_batch_is_a_table_and_a_lazy_frame_is_refused():
+    pl = pytest.importorskip("polars")
+    pa = pytest.importorskip("pyarrow")
+    cols = {"sex": np.array(["F", "M", "F", "F"])}
+    keys = {"sex": ["F", "M"]}
+    want, _ = dp.crosstab(cols, ["sex"], epsilon=1.0, keys=keys, accountant=dp.Accountant(),
+                          rng=3)
+    got, _ = dp.crosstab(pa.RecordBatch.from_pydict(cols), ["sex"], epsilon=1.0, keys=keys,
+                         accountant=dp.Accountant(), rng=3)
+    assert np.array_equal(got, want)
+    acct = dp.Accountant()
+    with pytest.raises(TypeError, match="LazyFrame"):
+        dp.crosstab(pl.DataFrame(cols).lazy(), ["sex"], epsilon=1.0, keys=keys, accountant=acct)
+    assert acct.spent == (0.0, 0.0)
+
+
+def test_a_parquet_file_rewritten_in_place_with_its_mtime_restored_is_refused(tmp_path,
+                                                                             monkeypatch):
+    """The file's owner rewrites it between two column reads, same size, and sets its
+    modification time back: its change time still tells."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from dpfast.tables import columns as C
+    path = str(tmp_path / "people.parquet")
+    pq.write_table(pa.table({"sex": ["F", "M"], "edu": ["HS", "BA"]}), path)
+    original = open(path, "rb").read()
+    stat = os.stat(path)
+    real = C.ParquetColumns.column
+
+    def rewritten(self, name, param, func):
+        if name == "edu":
+            with open(path, "r+b") as f:        # the same bytes, in place: size unchanged
+                f.write(original)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        return real(self, name, param, func)
+    monkeypatch.setattr(C.ParquetColumns, "column", rewritten)
+    acct = dp.Accountant(epsilon=1.0)
+    with pytest.raises(RuntimeError, match="changed after it was opened"):
+        dp.crosstab(path, ["sex", "edu"], epsilon=1.0,
+                    keys={"sex": ["F", "M"], "edu": ["HS", "BA"]}, accountant=acct)
     assert acct.spent == (0.0, 0.0)

@@ -138,7 +138,7 @@ def _workload_sets(workload: object, names: tuple[Hashable, ...], sizes: tuple[i
         return sets, [tuple(names[a] for a in s) for s in sets]
     if isinstance(workload, (str, bytes, Mapping)) or not hasattr(workload, "__iter__"):
         raise TypeError(f"The 'workload' parameter of {func} must be a Marginals or a "
-                        f"sequence of attribute tuples. Got {workload!r} instead.")
+                        f"sequence of attribute tuples. Got {_v.describe(workload)} instead.")
     index = {n: i for i, n in enumerate(names)}
     sets, labels = [], []
     for entry in workload:
@@ -148,14 +148,15 @@ def _workload_sets(workload: object, names: tuple[Hashable, ...], sizes: tuple[i
         except TypeError:                        # an unhashable name
             attrs = [None]
         if not label or None in attrs or len(set(attrs)) != len(attrs):
+            # The entry by position only: names given by mistake could be the data's values.
             raise ValueError(f"The 'workload' parameter of {func} must list non-empty tuples "
-                             f"of distinct attributes among {list(names)!r}. Got {entry!r} "
-                             "instead.")
+                             f"of distinct attributes among {list(names)!r}. Got "
+                             f"{_v.describe(entry)} at position {len(sets)} instead.")
         sets.append(tuple(sorted(a for a in attrs if a is not None)))
         labels.append(label)
     if not sets:
         raise ValueError(f"The 'workload' parameter of {func} must list at least one table. "
-                         f"Got {workload!r} instead.")
+                         f"Got {_v.describe(workload)} instead.")
     return sets, labels
 
 

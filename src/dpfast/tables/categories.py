@@ -59,6 +59,8 @@ def _is_data(cats: object, col: object) -> bool:
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(cats, (pd.Series, pd.DataFrame)):
         return True
+    if type(cats).__module__.partition(".")[0] in ("polars", "pyarrow"):
+        return True                  # a polars Series, an Arrow array: columns of a table
     if hasattr(cats, "codes") and hasattr(cats, "categories"):       # a Categorical
         return True
     if col is None:

@@ -37,8 +37,9 @@ def frame_column(frame: object, name: Hashable, what: str, func: str) -> object:
     elif isinstance(frame, Mapping):
         present = name in frame
     else:
-        raise TypeError(f"The 'frame' parameter of {func} must be a pandas DataFrame or a "
-                        f"mapping of column name to array. Got {_v.describe(frame)} instead.")
+        raise TypeError(f"The 'frame' parameter of {func} must be a pandas or polars "
+                        "DataFrame, a pyarrow Table, the path of a .parquet file or a mapping "
+                        f"of column name to array. Got {_v.describe(frame)} instead.")
     if not present:
         raise ValueError(f"The {what!r} parameter of {func} names a column {name!r} that "
                          "'frame' does not have.")
@@ -57,17 +58,25 @@ def has_column(frame: object, name: Hashable) -> bool:
 
 
 def check_columns(columns: object, func: str) -> list[Hashable]:
-    """The column names of a table (one name, or several, each once)."""
+    """The column names of a table (one name, or several, each once). An array, a Series or
+    any other column of data is refused, and messages describe what was given by kind only:
+    names passed by mistake could be the data's values."""
+    if hasattr(columns, "shape") or hasattr(columns, "dtype") or type(
+            columns).__module__.partition(".")[0] in ("pandas", "polars", "pyarrow"):
+        raise TypeError(f"The 'columns' parameter of {func} must be column names (a name or "
+                        f"a list of names), not a column of data. Got "
+                        f"{_v.describe(columns)} instead.")
     names = [columns] if isinstance(columns, (str, bytes)) or not hasattr(
         columns, "__iter__") else list(columns)
     try:
         distinct = len(set(names)) == len(names)
     except TypeError:
         raise TypeError(f"The 'columns' parameter of {func} must be column names. Got "
-                        f"{columns!r} instead.") from None
+                        f"{_v.describe(columns)} instead.") from None
     if not names or not distinct:
         raise ValueError(f"The 'columns' parameter of {func} must name at least one column, "
-                         f"each once. Got {columns!r} instead.")
+                         f"each once. Got {_v.describe(columns)} with "
+                         f"{'no name' if not names else 'a repeated name'} instead.")
     return names
 
 

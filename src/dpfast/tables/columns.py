@@ -53,9 +53,11 @@ class ParquetColumns:
     def __repr__(self) -> str:
         return f"ParquetColumns({self.path!r}, rows={self.rows})"
 
-    def _stat(self) -> tuple[int, int, int, int]:
+    def _stat(self) -> tuple[int, int, int, int, int]:
+        # ctime too: the file's owner can rewrite it in place and set its mtime back, never
+        # its ctime.
         st = os.stat(self.path)
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def _batches(self, name: str, param: str, func: str) -> Any:
         """(first row, numpy values) of each batch of column ``name``, nulls refused; the
@@ -185,9 +187,10 @@ class TableColumns(Mapping[str, Any]):
             self._names = list(self._data.column_names)  # type: ignore[attr-defined]
         else:
             self._names = list(self._data.columns)       # type: ignore[attr-defined]
+        self._known = frozenset(self._names)
 
     def __getitem__(self, name: str) -> Any:
-        if name not in self._names:
+        if name not in self._known:
             raise KeyError(name)
         if name not in self._read:       # a release asks for a column more than once
             self._read[name] = column(self._data, name, "frame", self._func)
@@ -201,12 +204,21 @@ class TableColumns(Mapping[str, Any]):
 
 
 def records_of(data: object, func: str) -> object:
-    """``data``, with a pyarrow Table, a polars DataFrame or a path to a ``.parquet`` file
-    made a :class:`TableColumns` (pandas DataFrames and mappings pass as they are)."""
+    """``data``, with a pyarrow Table or RecordBatch, a polars DataFrame or a path to a
+    ``.parquet`` file made a :class:`TableColumns` (pandas DataFrames and mappings pass as
+    they are; a polars LazyFrame is refused: it is a query, not a table)."""
     module = type(data).__module__.split(".")[0]
+    kind = type(data).__name__
+    if module == "pyarrow" and kind == "RecordBatch":
+        import pyarrow as pa
+        data = pa.Table.from_batches([data])
+        kind = "Table"
+    if module == "polars" and kind == "LazyFrame":
+        raise TypeError(f"The 'frame' parameter of {func} must be a polars DataFrame, not a "
+                        "LazyFrame: call .collect() first.")
     parquet = isinstance(data, (str, os.PathLike)) and \
         os.fspath(data).lower().endswith(".parquet")
-    if parquet or (module in ("pyarrow", "polars") and hasattr(data, "columns")):
+    if parquet or (module, kind) in (("pyarrow", "Table"), ("polars", "DataFrame")):
         return TableColumns(data, func)
     return data
 
