@@ -508,6 +508,6 @@ def test_synthetic_records_past_the_cap_are_refused():
     cols, keys = records(n=200)
     rel = dp.marginals(cols, keys=keys, k=2, noise="gaussian", rho=0.5, method="mst",
                        accountant=dp.Accountant(rho=1.0), rng=1)
-    from dpfast.linear.contingency import MAX_RECORDS
+    from dpfast.linear.marginal_release import MAX_RECORDS
     with pytest.raises(ValueError, match="records"):
         rel.synthetic_records(MAX_RECORDS + 1)

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import numpy as np
 
 from ..accounting import Accountant
+from ..groupby.selection import uses_count_rule
 from .errors import CLIError
-from .outputs import output_file, write_csv
+from .outputs import output_file, write_rows
 from .privacy import existing_ledger, open_ledger, seed_note
 from .readers import read_header, read_table
 
@@ -101,11 +102,9 @@ def _check_aggregate_options(args: argparse.Namespace) -> None:
         if args.rho is not None:
             raise CLIError("--rho applies with public --keys: keys selected privately are "
                            "paid for in --epsilon and --delta.")
-        count_rule = args.selection_rule == "count" or (
-            args.selection_rule == "auto" and args.noise == "laplace")
+        # Every statistic of this command measures a count (a sum, mean or variance too).
+        count_rule = uses_count_rule(args.selection_rule, args.noise, laplace_count=True)
         if args.selection is not None and count_rule:
-            # Every statistic here measures a count: with Laplace noise "auto" is the count
-            # rule, which thresholds the released count and spends no epsilon on selection.
             raise CLIError("--selection sets the key selection's share of epsilon under "
                            "--selection-rule optimal or gaussian; the count rule (--noise "
                            "laplace with --selection-rule auto, or --selection-rule count) "
@@ -343,12 +342,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     columns = [frame[s.name].to_numpy() for s in specs]
     rows = ([_agg_cell(k)] + [_agg_cell(c[i]) for c in columns]
             for i, k in enumerate(frame.index.to_numpy()))
-    if target is None:
-        write_csv(out, header, rows)
-    else:
-        with open(target.tmp, "w", newline="", encoding="utf-8") as f:
-            write_csv(f, header, rows)
-        target.commit()
+    write_rows(out, target, header, rows)
     where_to = "standard output" if args.out is None else args.out
     cost = (f"rho = {args.rho:g}" if args.rho is not None else
             f"epsilon = {args.epsilon:g}" + (f", delta = {args.delta:g}"

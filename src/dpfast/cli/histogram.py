@@ -10,7 +10,7 @@ import numpy as np
 from ..mechanisms import max_error_bound
 from ..releases import count_categories, histogram
 from .errors import NOT_SHOWN, CLIError
-from .outputs import output_file, write_csv
+from .outputs import output_file, write_rows
 from .privacy import accountant, check_epsilon, remaining_text, seed_note
 from .readers import read_column
 
@@ -179,12 +179,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         labels = cats + [OTHER_LABEL] * bool(args.other)
         rows = [[c, int(n)] for c, n in zip(labels, noisy)]
 
-    if target is None:
-        write_csv(out, header, rows)
-    else:
-        with open(target.tmp, "w", newline="", encoding="utf-8") as f:
-            write_csv(f, header, rows)
-        target.commit()
+    write_rows(out, target, header, rows)
     err = args.err
     where_to = "standard output" if args.out is None else args.out
     print(f"dpfast histogram: {len(rows)} noisy counts of column {args.column!r} of "

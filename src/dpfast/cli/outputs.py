@@ -13,8 +13,8 @@ from ..ledger import KEY_SUFFIX
 from .errors import CLIError
 from .signals import signals_held
 
-__all__ = ["OutputFile", "LEDGER_KEY_SUFFIX", "output_file", "check_png", "check_directory",
-           "check_paths", "write_csv"]
+__all__ = ["OutputFile", "output_file", "check_png", "check_directory",
+           "check_paths", "write_csv", "write_rows"]
 
 
 def output_file(args: argparse.Namespace, path: str, option: str) -> "OutputFile":
@@ -57,7 +57,6 @@ def _same_file(a: str, b: str) -> bool:
 
 
 #: The file the ledger keeps its key in, beside the ledger itself.
-LEDGER_KEY_SUFFIX = KEY_SUFFIX
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -74,7 +73,7 @@ def check_paths(args: argparse.Namespace) -> None:
         protected.append((given, "the input file", "(it holds the true records)"))
     if ledger is not None:
         protected.append((ledger, "the --ledger file", "(it holds the budget's history)"))
-        protected.append((ledger + LEDGER_KEY_SUFFIX, "the --ledger file's key file",
+        protected.append((ledger + KEY_SUFFIX, "the --ledger file's key file",
                           "(it keeps the ledger's key)"))
     for i, (opt, path) in enumerate(outputs):
         for other, what, why in protected + [(p, o, "(the command writes both)")
@@ -230,3 +229,15 @@ def write_csv(f: TextIO, header: Sequence[str], rows: Iterable[Sequence[object]]
     writer = csv.writer(f, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
+
+
+def write_rows(out: TextIO, target: "OutputFile | None", header: Sequence[str],
+               rows: Iterable[Sequence[object]]) -> None:
+    """The CSV on ``out`` (standard output), or, with --out, into the output's temporary
+    file, then renamed into place."""
+    if target is None:
+        write_csv(out, header, rows)
+        return
+    with open(target.tmp, "w", newline="", encoding="utf-8") as f:
+        write_csv(f, header, rows)
+    target.commit()

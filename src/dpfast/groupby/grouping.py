@@ -15,7 +15,7 @@ from .. import validation as _v
 from .._release import Keys, Release
 from . import selection as _sel
 from .draw import finish
-from .selection import RULES, gaussian_selection, per_key
+from .selection import RULES, gaussian_selection, per_key, uses_count_rule
 from .specs import GroupPlan, Spec, aggregation_specs, moment_columns, plan_rows, second_moment
 from .statistics import KEPT_PAIR, grids, key_statistics, quantile_bounds
 
@@ -216,7 +216,7 @@ class GroupBy:
                                  "thresholds the released count, which needs a count "
                                  "measured with Laplace noise. Got selection_rule='count' "
                                  "without one.")
-            if rule == "count" or (rule == "auto" and counted):
+            if uses_count_rule(rule, noise_name, counted):
                 _refuse_unused_share(func, selection, "under the count rule, which spends no "
                                      "epsilon on the selection")
                 return self._count_rule(func, noise_name, parts, col_bounds, e, d, accountant)

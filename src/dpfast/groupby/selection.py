@@ -24,7 +24,7 @@ from .. import noise
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["selection_probabilities", "per_key", "selection_threshold", "RULES",
+__all__ = ["selection_probabilities", "per_key", "selection_threshold", "RULES", "uses_count_rule",
            "WEIGHT_BITS", "GaussianSelection", "gaussian_selection", "pair_weights"]
 
 @functools.lru_cache(maxsize=64)
@@ -85,6 +85,14 @@ def selection_threshold(epsilon: float, delta: float, probability: float = 0.5) 
 #: Gaussian above: measured on the benchmark's keys, the weighted Gaussian keeps more keys
 #: as soon as a person may touch two, and fewer at one).
 RULES = ("auto", "count", "optimal", "gaussian")
+
+
+def uses_count_rule(rule: object, noise: object, laplace_count: bool) -> bool:
+    """Whether private keys are selected by the count rule: asked for, or ``"auto"`` with a
+    count measured under Laplace noise (``laplace_count``: the release measures a count and
+    its noise is Laplace). That rule thresholds the released count and spends no epsilon on
+    the selection."""
+    return rule == "count" or (rule == "auto" and noise == "laplace" and laplace_count)
 
 #: Weights of the weighted Gaussian rule are whole multiples of 2**-WEIGHT_BITS (rounded
 #: down, so a person's weights still have l2 norm at most 1), so their sums are exact.

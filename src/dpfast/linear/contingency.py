@@ -41,8 +41,6 @@ from .marginal_accuracy import consistent, marginal_error_bound, marginal_varian
 from .marginal_plan import (ADAPTIVE, METHODS, Plan, add_noise, check_components,
                             check_counts, check_method, count_codes, make_plan, sum_tables,
                             table_measure)
-# MAX_RECORDS: still importable from here, where it was defined before.
-from .marginal_release import MAX_RECORDS as MAX_RECORDS
 from .marginal_release import MarginalRelease
 
 if TYPE_CHECKING:

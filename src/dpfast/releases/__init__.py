@@ -5,6 +5,7 @@ Like the mechanisms, each release checks its arguments, counts records in one co
 where there are records, and makes one call of :func:`dpfast._release.release`.
 """
 from . import postprocess
-from .histograms import count_categories, histogram, histogramdd, noisy_counts
+from .histograms import noisy_counts
+from .record_tables import count_categories, histogram, histogramdd
 
 __all__ = ["count_categories", "histogram", "histogramdd", "noisy_counts", "postprocess"]

@@ -9,9 +9,9 @@ crash-safe and resumable (:mod:`dpfast.releases.journal`). The noise and its cos
 counting releases' (:mod:`dpfast.releases.cells`) over the table's sensitivity.
 
 The releases of tables counted from records (:func:`histogram`, :func:`histogramdd`,
-:func:`count_categories`) live in :mod:`dpfast.releases.record_tables` and the exact counts
-in :mod:`dpfast.releases.binning`; both are re-exported here (the import path
-``dpfast.releases.histograms`` of every name stays).
+:func:`count_categories`) live in :mod:`dpfast.releases.record_tables`, their exact counts in
+:mod:`dpfast.releases.binning`; the three releases are re-exported here (their import path
+``dpfast.releases.histograms`` stays).
 """
 import math
 from typing import TYPE_CHECKING, Any
@@ -23,15 +23,11 @@ from .. import validation as _v
 from .._release import Release, ledger_path, release
 from ..noise import Gaussian, Laplace, Measure
 from . import postprocess as _post
-# Re-exported: their import path is this module's too (dpfast.dask counts with them).
-from .binning import MAX_CELLS as MAX_CELLS
-from .binning import category_counts as category_counts
-from .binning import histogram_counts as histogram_counts
-from .binning import histogramdd_counts as histogramdd_counts
 from .cells import counting_measure, int32_limit, refuse_unpayable_kind
 from .journal import (DURABILITY, Journal, backing_file, block_sum, file_span,
                       unnamed_file_map)
-from .record_tables import check_postprocess as check_postprocess
+from .record_tables import check_postprocess
+# The releases of records: their import path is this module's too (it was their home).
 from .record_tables import count_categories as count_categories
 from .record_tables import histogram as histogram
 from .record_tables import histogramdd as histogramdd
