@@ -214,3 +214,20 @@ def test_a_process_killed_while_spending_leaves_a_consistent_ledger(path):
     assert abs(spent - 1e-6 * len(entries)) < 1e-9 * len(entries)
     acct.spend(1.0)
     assert dp.Accountant.from_ledger(path).spent[0] == pytest.approx(spent + 1.0)
+
+
+def test_pickles_name_the_public_paths_and_old_pickles_load(tmp_path):
+    """A ledger-backed accountant, a Budget and a LedgerEntry pickle by the names
+    dpfast.accounting has had since 0.1 (not by the module that holds the code today), and a
+    pickle written in 0.1's form loads and spends."""
+    path = str(tmp_path / "b.ledger")
+    acct = dp.Accountant(epsilon=1.0, ledger=path)
+    acct.spend(0.25, label="x")
+    for obj in (acct, acct.spent, acct.ledger[0]):
+        raw = pickle.dumps(obj, protocol=0)
+        modules = {line[1:] for line in raw.split(b"\n") if line.startswith(b"c")}
+        assert modules == {b"dpfast.accounting"}, modules
+    old = (b"cdpfast.accounting\n_reopen\n(V" + path.encode() + b"\nI00\ntR.")
+    again = pickle.loads(old)
+    again.spend(0.25)
+    assert dp.Accountant.from_ledger(path).spent == (0.5, 0.0)

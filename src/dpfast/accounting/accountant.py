@@ -495,7 +495,7 @@ class Accountant(Books):
 
     # -- leases ----------------------------------------------------------------------
     def lease(self, epsilon: float | None = None, delta: float = 0.0, *,
-              rho: float | None = None, label: str | None = None) -> "Lease":
+              rho: float | None = None, label: str | None = None) -> Lease[Accountant]:
         """Reserve a slice of the budget durably once, to spend it in memory (a
         :class:`Lease`).
 
@@ -623,6 +623,12 @@ class Accountant(Books):
 def reopen(path: str, shared: bool) -> Accountant:
     """Unpickle a ledger-backed accountant: the same ledger, opened in this process."""
     return Accountant.from_ledger(path, shared_ledger=shared)
+
+
+# Pickles name it by the one path every version since 0.1 has (dpfast.accounting._reopen, an
+# alias the package keeps): a pickle made here loads wherever the package is.
+reopen.__module__, reopen.__qualname__, reopen.__name__ = ("dpfast.accounting", "_reopen",
+                                                           "_reopen")
 
 
 # The accountants of the enclosing ``with acct:`` blocks, innermost last (per thread and

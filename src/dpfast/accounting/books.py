@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import _native
 from ..ledger import CHARGE, RETURN, LedgerFile, amount_text, charge_details
@@ -79,7 +79,7 @@ class Books:
         # Lease reservations not yet returned: id -> the (group-scaled) amount charged; and
         # this process's open Lease objects (closed with the accountant).
         self._leases: dict[str, Cost] = {}
-        self._lease_objects: weakref.WeakSet[Lease] = weakref.WeakSet()
+        self._lease_objects: weakref.WeakSet[Lease[Any]] = weakref.WeakSet()
         self._ledger_file: LedgerFile | None = None
         # Neither groups, advanced composition nor a ledger file: a spend outside blocks is
         # one compiled step.

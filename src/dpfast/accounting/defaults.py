@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from .accountant import Accountant, context_stack
 from .books import in_memory
@@ -77,7 +78,7 @@ def default_accountant() -> Accountant:
 #: What ``accountant=`` accepts besides None: an accountant, a parallel block or a
 #: partition of one, or a lease of one (whatever has a ``spend`` that charges a budget; all
 #: but the accountant have ``_acct``, their accountant).
-AccountantLike = Accountant | ParallelBlock | Partition | Lease
+AccountantLike = Accountant | ParallelBlock | Partition | Lease[Any]
 
 
 def composes_in_zcdp(accountant: object) -> bool:

@@ -14,7 +14,7 @@ import math
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 
 from .. import _native
 from ..ledger import CHARGE, RETURN, amount_text, charge_details
@@ -48,7 +48,7 @@ class LeaseAccountant(LedgerAccountant, Root, Protocol):
     (:class:`~.roles.LedgerAccountant`), the check of a cost and the refusal of one that does
     not fit, the reading of a rho in epsilon, its lock, and its open leases."""
 
-    _lease_objects: weakref.WeakSet[Lease]
+    _lease_objects: weakref.WeakSet[Lease[Any]]
 
     def _request(self, epsilon: float | None, delta: float, rho: float | None,
                  func: str) -> tuple[int, int]: ...
@@ -63,7 +63,12 @@ class LeaseAccountant(LedgerAccountant, Root, Protocol):
                  charge: Cost, in_block: bool) -> BudgetExceededError: ...
 
 
-class Lease:
+# The accountant a lease was reserved from, typed as the caller's (dpfast.Accountant: its
+# whole public API), though this module works with it through LeaseAccountant only.
+A = TypeVar("A", bound="LeaseAccountant")
+
+
+class Lease(Generic[A]):
     """A slice of an accountant's budget, reserved durably once and spent in memory.
 
     Made by :meth:`Accountant.lease`; pass it as ``accountant=`` to any mechanism, or call
@@ -141,7 +146,7 @@ class Lease:
     0.25
     """
 
-    def __init__(self, acct: LeaseAccountant, cost: "Cost",
+    def __init__(self, acct: A, cost: "Cost",
                  asked: "tuple[float | None, float, float | None]",
                  label: str | None) -> None:
         self._acct = acct
@@ -285,7 +290,7 @@ class Lease:
             _give_back(self._acct, self._id, self._reserved, used, self._label)
             self._returned = True
 
-    def __enter__(self) -> "Lease":
+    def __enter__(self) -> "Lease[A]":
         return self
 
     def __exit__(self, *exc: object) -> "Literal[False]":
@@ -309,7 +314,7 @@ class Lease:
         return Budget(eps, dlt, eps * eps / 2 if dlt == 0 else math.inf)
 
     @property
-    def accountant(self) -> LeaseAccountant:
+    def accountant(self) -> A:
         """The accountant the slice was reserved from."""
         return self._acct
 
@@ -370,7 +375,7 @@ class Lease:
 
 
 # Leases alive in this process: a forked child's copies must not spend.
-live_leases: weakref.WeakSet[Lease] = weakref.WeakSet()
+live_leases: weakref.WeakSet[Lease[Any]] = weakref.WeakSet()
 
 
 def lease_slice(acct: LeaseAccountant, epsilon: float | None, delta: float, rho: float | None,

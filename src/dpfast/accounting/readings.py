@@ -21,6 +21,9 @@ class Budget(tuple):  # type: ignore[type-arg]
     pure (rounded up), ``inf`` once any charge has delta > 0.
     """
 
+    # Pickles name the class by its public path (dpfast.accounting), as before the split.
+    __module__ = "dpfast.accounting"
+
     rho: float
 
     def __new__(cls, epsilon: float, delta: float, rho: float) -> "Budget":
@@ -81,6 +84,9 @@ class LedgerEntry(_LedgerFields):
     >>> entry == (0.25, 0.0, "b"), entry.block, entry.charged
     (True, ('shards',), (0.0, 0.0))
     """
+
+    # Pickles name the class by its public path (dpfast.accounting), as before the split.
+    __module__ = "dpfast.accounting"
 
     # No __slots__: a tuple subclass cannot have non-empty ones, and the two attributes
     # below must stay out of the tuple for backward compatibility.
