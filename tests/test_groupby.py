@@ -680,13 +680,6 @@ def test_uint64_keys_beyond_int64_are_released():
     assert list(got.index) == [int(k) + 2**63 + 7 for k in want.index]
 
 
-INT8_REASON = (
-    "groupby._dense_int_codes computes each key's offset from the smallest key in the "
-    "column's own dtype (arr - lo): int8 keys -100 and 100 give 200, which wraps to -56, "
-    "so the rows of key 100 are coded as a key 45 and a key no record has (45) is released. "
-    "Fix: offsets in int64, `arr.astype(np.int64) - int(lo)` for signed dtypes (the "
-    "unsigned difference cannot wrap)")
-
 
 @pytest.mark.parametrize("dtype", [
     np.int8,
@@ -808,6 +801,11 @@ BAD = [
                                                     rng=g, **{**OK, "delta": None,
                                                               "selection": 0.5}),
      ValueError, "public keys"),
+    ("selection rule with public keys", lambda a, g: agg(group=dict(keys=["a", "b"]),
+                                                         accountant=a, rng=g,
+                                                         **{**OK, "delta": None,
+                                                            "selection_rule": "gaussian"}),
+     ValueError, "public keys"),
     ("epsilon 0 private", lambda a, g: agg(accountant=a, rng=g, **{**OK, "epsilon": 0.0}),
      ValueError, "epsilon"),
     ("epsilon -1 public", lambda a, g: agg(group=dict(keys=["a", "b"]), accountant=a, rng=g,
@@ -911,14 +909,6 @@ def test_key_column_of_mixed_types_in_a_list_refused():
         dp.group_by(data, "dept").agg(n="count", epsilon=1.0, delta=1e-6, accountant=acct,
                                       rng=gen)
 
-
-HUGE_EPSILON_REASON = (
-    "selection_probabilities calls math.exp(epsilon), which overflows past epsilon ~709: "
-    "GroupBy.agg with private keys and a per-key selection epsilon above it raises "
-    "OverflowError in groupby._select, AFTER the charge (the budget is spent, nothing is "
-    "released), and GroupBy.plan raises OverflowError too. Fix: in selection_probabilities "
-    "use min(epsilon, 700.0) (a rule that is DP at a smaller epsilon is DP at a larger one) "
-    "or refuse such an epsilon in GroupBy._plan, before the charge")
 
 
 @pytest.mark.parametrize("rule", [

@@ -154,8 +154,8 @@ def test_the_count_rules_threshold_pays_for_delta_at_a_float_from_a_tail(epsilon
     mpmath.mp.dps = 60
     gb = dp.group_by({"k": ["a"], "u": [1]}, "k", privacy_unit="u", max_groups=max_groups,
                      max_rows=max_rows)
-    gp = gb._plan("t", groupby._specs({"n": "count"}, "t"), None, "laplace", epsilon, delta,
-                  None, None, None, "count")
+    gp = gb._plan("t", groupby.aggregation_specs({"n": "count"}, "t"), None, "laplace",
+                  epsilon, delta, None, None, None, "count")
     t = mpmath.mpf(gp.plan.noisy()[0].noise.t)
     q = mpmath.e ** (-1 / t)
     j = gp.count_threshold - max_rows

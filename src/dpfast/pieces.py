@@ -39,12 +39,9 @@ from . import validation as _v
 # The steps on each piece, re-exported: dpfast.dask runs them by this module's names.
 from .piece_steps import added as added
 from .piece_steps import bounded_statistics as bounded_statistics
-from .piece_steps import bucket_ids as bucket_ids
 from .piece_steps import checked_scans as checked_scans
 from .piece_steps import digest as digest
 from .piece_steps import Extra as Extra
-from .piece_steps import key_codes as key_codes
-from .piece_steps import kind as kind
 from .piece_steps import planned as planned
 from .piece_steps import prepared_digest
 from .piece_steps import prepared_records as prepared_records

@@ -60,6 +60,3 @@ from .statistics import key_statistics as key_statistics
 from .statistics import quantile_bounds as quantile_bounds
 
 __all__ = ["group_by", "GroupBy", "selection_probabilities", "STATISTICS"]
-
-# The old name, which tests still use.
-_specs = aggregation_specs

@@ -183,7 +183,7 @@ class GroupBy:
         col_bounds = self._bounds(func, specs, bounds)
         parts = self._parts(specs, col_bounds)
         private = self.keys is None
-        # The selection's keywords are checked with public keys too (where they do nothing).
+        # The selection's keywords are checked first; where they do nothing, refused below.
         share = _v.check_real(1.0 / (len(parts) + 1) if selection is None else selection,
                               "selection", func, high=1.0)
         if rule not in RULES:
@@ -234,6 +234,10 @@ class GroupBy:
                                              per_key(sel_delta, self.max_groups))
             return GroupPlan(plan, col_bounds, sel_eps, sel_delta, e, d, chosen, gauss)
         _refuse_unused_share(func, selection, "with public keys, which are not selected")
+        if rule != "auto":
+            raise ValueError(f"The 'selection_rule' parameter of {func} chooses how private "
+                             "keys are selected; it does nothing with public keys, which are "
+                             f"not selected. Got selection_rule={rule!r} (leave it out).")
         plan = records.split(func, noise_name, epsilon, delta, rho, parts, accountant)
         return GroupPlan(plan, col_bounds, 0.0, 0.0, plan.epsilon, plan.delta)
 
@@ -338,7 +342,7 @@ class GroupBy:
             noise), ``"optimal"`` the optimal rule on the number of people, ``"gaussian"``
             the weighted Gaussian rule. ``"auto"`` (default): the count rule when a count is
             measured with Laplace noise, else the optimal rule for ``max_groups=1`` and the
-            weighted Gaussian rule above. Checked with public keys too, where it does
+            weighted Gaussian rule above. Refused with public keys, where it would do
             nothing.
         accountant, rng, threads
             As for every release.
@@ -367,7 +371,7 @@ class GroupBy:
             without ``epsilon`` and ``delta`` > 0, or with ``rho``; ``delta / max_groups``
             is below the smallest normal float; ``selection`` is outside (0, 1), or given
             where it does nothing (public keys, the count rule); ``selection_rule`` is
-            unknown, or ``"count"`` without a Laplace count; a key or
+            unknown, ``"count"`` without a Laplace count, or given with public keys; a key or
             value is missing (null, NaN: given by position, never by value); the table is
             too large for exact sums; or ``threads`` or ``rng`` is out of range. Raised, as
             the TypeErrors, before anything is charged or drawn.
