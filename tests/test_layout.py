@@ -18,6 +18,8 @@ def module_name(path: pathlib.Path) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+# Private attributes read by name of objects of other libraries, not of dpfast's modules.
+FOREIGN = {("dpfast.releases.files", "_mmap")}     # numpy.memmap's mapping
 # Compiled modules (an internal module, imported whole: its names are its own API).
 COMPILED = {module_name(p) for p in PACKAGE.rglob("*.pyx")}
 
@@ -56,21 +58,43 @@ def private_uses(name: str, path: pathlib.Path) -> list[str]:
                 if alias.name.startswith("dpfast") and alias.asname:
                     aliases[alias.asname] = alias.name
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            target = aliases.get(node.value.id)
-            if target and target != name and private(node.attr) \
+        if isinstance(node, ast.Attribute):
+            # m._x through an alias, or dpfast.sub.mod._x written out in full
+            target = aliases.get(node.value.id) if isinstance(node.value, ast.Name) \
+                else dotted(node.value)
+            if target and target in MODULES and target != name and private(node.attr) \
                     and not private(target.rpartition(".")[2]):
-                found.append(f"{path}:{node.lineno}: {node.value.id}.{node.attr} ({target})")
+                found.append(f"{path}:{node.lineno}: {target}.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) > 1 \
+                and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str) and private(node.args[1].value) \
+                and (name, node.args[1].value) not in FOREIGN:
+            found.append(f"{path}:{node.lineno}: {node.func.id}(..., "
+                         f"{node.args[1].value!r})")
     return found
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` as a dotted name, when the expression is just that."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def test_the_checker_finds_a_private_use(tmp_path):
     """The checker is not vacuous: a module that reaches into another is caught."""
-    source = "from .noise import _hidden\nfrom . import tables as _t\n_t._secret()\n"
+    source = ("from .noise import _hidden\nfrom . import tables as _t\n_t._secret()\n"
+              "from .tables import _x as y\nimport dpfast.noise\ndpfast.noise._y()\n"
+              "getattr(obj, '_acct', None)\nhasattr(obj, '__len__')\n")
     path = tmp_path / "probe.py"
     path.write_text(source)
     uses = private_uses("dpfast.probe", path)
-    assert len(uses) == 2
+    assert len(uses) == 5, uses
 
 
 def test_no_module_uses_another_modules_private_names():

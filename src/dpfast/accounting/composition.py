@@ -45,6 +45,9 @@ class BlockAccountant(Root, Protocol):
     _tally: _native.Tally
     _n_blocks: int
 
+    @property
+    def composition(self) -> str: ...
+
     def _spend_at(self, node: Node | None, epsilon: float | None, delta: float,
                   label: object, rho: float | None = None,
                   commits: str | None = None) -> None: ...
@@ -74,6 +77,13 @@ class Node:
         self._charged: Cost = ZERO
         self._unit: str | None = None
         self._pid = os.getpid()
+
+
+    @property
+    def composition(self) -> str:
+        """How the accountant this block charges composes (``"basic"``, ``"advanced"`` or
+        ``"zcdp"``)."""
+        return self._acct.composition
 
     def __reduce__(self) -> "tuple[object, ...]":
         raise TypeError(

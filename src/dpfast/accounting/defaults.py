@@ -86,9 +86,12 @@ def composes_in_zcdp(accountant: object) -> bool:
     lease: its accountant's) composes in zCDP, so that its (epsilon, delta) releases are
     calibrated through rho (:func:`dpfast.noise.measure`). Anything else is for the
     release's own checks to refuse: False here."""
-    root = default_accountant() if accountant is None else \
-        accountant if isinstance(accountant, Accountant) else getattr(accountant, "_acct", None)
-    return isinstance(root, Accountant) and root.composition == "zcdp"
+    if accountant is None:
+        accountant = default_accountant()
+    if isinstance(accountant, Lease):
+        accountant = accountant.accountant
+    return isinstance(accountant, (Accountant, ParallelBlock, Partition)) \
+        and accountant.composition == "zcdp"
 
 
 def resolve_accountant(accountant: "AccountantLike | None", func: str) -> "AccountantLike":
