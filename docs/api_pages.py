@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import pathlib
-import sys
 import types
 
 import dpfast
