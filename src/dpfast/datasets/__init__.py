@@ -60,14 +60,14 @@ def _rows(name: str) -> list[list[str]]:
         return [row for row in reader if row]
 
 
-@functools.lru_cache(maxsize=len(_FILES))
-def _columns(split: str) -> "dict[str, NDArray[Any]]":
-    """The split's columns, parsed once and read-only (load_adult hands out copies)."""
-    rows = [r for name in _FILES[split] for r in _rows(name)]
+@functools.lru_cache(maxsize=2)
+def _file_columns(name: str) -> "dict[str, NDArray[Any]]":
+    """One embedded file's columns, parsed once and read-only (load_adult hands out copies;
+    "all" joins the two files' columns, so each file is held once)."""
     out: dict[str, NDArray[Any]] = {}
-    for name, values in zip(ADULT_COLUMNS, zip(*rows)):
-        out[name] = np.array(values, dtype=np.int64 if name in ADULT_NUMERIC else str)
-        out[name].flags.writeable = False
+    for column, values in zip(ADULT_COLUMNS, zip(*_rows(name))):
+        out[column] = np.array(values, dtype=np.int64 if column in ADULT_NUMERIC else str)
+        out[column].flags.writeable = False
     return out
 
 
@@ -124,7 +124,8 @@ def load_adult(split: Literal["train", "test", "all"] = "train", *,
                               ) from None
     # Each call returns arrays of its own (a caller may write into them); the parse of the
     # embedded files is done once per process.
-    out = {name: col.copy() for name, col in _columns(split).items()}
+    files = [_file_columns(name) for name in _FILES[split]]
+    out = {name: np.concatenate([f[name] for f in files]) for name in ADULT_COLUMNS}
     if not as_frame:
         return out
     return pd.DataFrame({name: col if name in ADULT_NUMERIC else pd.Categorical(col)
