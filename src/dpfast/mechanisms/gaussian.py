@@ -61,6 +61,7 @@ import numpy as np
 from .. import validation as _v
 from .._release import release
 from ..noise import Gaussian
+from ..noise.grids import pow2_ceil, pow2_floor
 from ..samplers import gaussian_fp_error, gaussian_fp_loss
 from ..zcdp.calibration import calibrated_sigma as _sigma, gaussian_sigma
 
@@ -210,18 +211,6 @@ _MAX_STEPS = 2.0**39
 _TAIL_SHARE = 2.0**-14
 
 
-def _pow2_floor(x: float) -> float:
-    """The largest power of two <= x (x > 0, normal)."""
-    m, e = math.frexp(x)            # x = m 2^e, m in [0.5, 1)
-    return math.ldexp(1.0, e - 1)
-
-
-def _pow2_ceil(x: float) -> float:
-    """The smallest power of two >= x (x > 0, normal)."""
-    m, e = math.frexp(x)
-    return math.ldexp(1.0, e - 1) if m == 0.5 else math.ldexp(1.0, e)
-
-
 def _fp_budgets(eps: float, dlt: float, dims: int,
                 steps: float) -> list[tuple[float, float]]:
     """The (eps0, delta0) pairs for the exact mechanism that make the computed one
@@ -256,12 +245,12 @@ def _grid_sigma(d2: float, eps: float, dlt: float, dims: int,
     margin = 1.0 - 1e-4
     root = math.sqrt(dims)
     share = _ROUNDING_SHARE * d2 / root
-    g_budget = _pow2_floor(share) if share >= sys.float_info.min else 0.0
+    g_budget = pow2_floor(share) if share >= sys.float_info.min else 0.0
 
     def grid(sigma: float) -> float:
         # The budget's grid, within 2^20 to 2^39 steps per sigma.
-        return max(min(g_budget, _pow2_floor(sigma / _MIN_STEPS)),
-                   _pow2_ceil(sigma / _MAX_STEPS))
+        return max(min(g_budget, pow2_floor(sigma / _MIN_STEPS)),
+                   pow2_ceil(sigma / _MAX_STEPS))
 
     sigma = _check_sigma(_sigma(d2, eps, dlt, calibration, func, margin), d2, eps, dlt, func)
     g = grid(sigma)

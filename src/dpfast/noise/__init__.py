@@ -41,17 +41,16 @@ from .calibration import NOISES, Measure, gaussian_sigma_for, measure
 from .families import Gaussian, Laplace, laplace, laplace_scalar_kernel, real_laplace
 from .grids import (FP_ERROR, GRANULARITY_BITS, GRID_BITS, MAX_DISCRETE_SCALE,
                     MAX_DISCRETE_SIGMA, ROUNDING_SHARE, dlap_variance, eta, gaussian_fp_error,
-                    gaussian_fp_loss, gaussian_grid, laplace_grid, pow2_ceil, pow2_floor,
-                    real_gaussian_grid)
+                    gaussian_fp_loss, gaussian_grid, laplace_grid)
 from .kernels import (bounded_rows, exponential_mechanism, noisy_argmax, noisy_max_score,
-                      noisy_top_k, require_key, uniforms)
+                      noisy_top_k, uniforms)
 
 __all__ = ["Laplace", "Gaussian", "Measure", "NOISES", "measure", "gaussian_sigma_for",
            "laplace", "laplace_scalar_kernel", "noisy_argmax", "noisy_top_k",
            "exponential_mechanism", "noisy_max_score", "uniforms", "bounded_rows"]
 
 # Also imported from the package by the samplers, the mechanisms and the tests.
-__all__ += ["real_laplace", "real_gaussian_grid", "ROUNDING_SHARE", "FP_ERROR",
+__all__ += ["real_laplace", "ROUNDING_SHARE", "FP_ERROR",
             "GRANULARITY_BITS", "GRID_BITS", "MAX_DISCRETE_SCALE", "MAX_DISCRETE_SIGMA",
             "dlap_variance", "eta", "gaussian_fp_error", "gaussian_fp_loss", "gaussian_grid",
-            "laplace_grid", "pow2_ceil", "pow2_floor", "require_key"]
+            "laplace_grid"]

@@ -36,23 +36,23 @@ split across a release's parts), :mod:`~dpfast.records.bounding` (contribution b
 """
 from __future__ import annotations
 
-from .bounding import BOUND_ROWS, bound, kept, person_class
+from .bounding import BOUND_ROWS, bound, kept
 from .error import STATISTICS, accuracy
-from .inputs import (Column, as_ids, check_aligned, check_bounds, check_keys_column,
+from .inputs import (Column, as_ids, check_bounds, check_keys_column,
                      check_max, check_squares, check_values, column, person_ids)
 from .moments import mean, noisy_moments, std, sum, variance
-from .order_statistics import (GRID_POINTS, METHODS, check_q, levels, median, quantile_grid,
+from .order_statistics import (METHODS, levels, median, quantile_grid,
                                quantiles)
 from .parts import Part, Plan, down, split
-from .sums import (EXACT, UNIT_BITS, exact_sums, noisy_count, noisy_sum, noisy_total, units,
+from .sums import (EXACT, exact_sums, noisy_count, noisy_sum, units,
                    value_grid)
 
 __all__ = ["sum", "mean", "variance", "std", "quantiles", "median", "accuracy", "Part", "split",
            "check_bounds", "check_values", "person_ids", "bound"]
 
 # Also imported from the package by the group-by, the tables, the pieces and the tests.
-__all__ += ["Plan", "Column", "column", "as_ids", "check_aligned", "check_keys_column",
-            "check_max", "check_squares", "down", "BOUND_ROWS", "person_class", "kept",
-            "EXACT", "UNIT_BITS", "units", "value_grid", "exact_sums", "noisy_sum",
-            "noisy_count", "noisy_total", "noisy_moments", "GRID_POINTS", "METHODS",
-            "quantile_grid", "check_q", "levels", "STATISTICS"]
+__all__ += ["Plan", "Column", "column", "as_ids", "check_keys_column",
+            "check_max", "check_squares", "down", "BOUND_ROWS", "kept",
+            "EXACT", "units", "value_grid", "exact_sums", "noisy_sum",
+            "noisy_count", "noisy_moments", "METHODS",
+            "quantile_grid", "levels", "STATISTICS"]
