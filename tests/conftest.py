@@ -38,14 +38,24 @@ def background_checks() -> dict[str, tuple[str, list[str]]]:
     check whose tool is not installed is left out (its test then skips, saying so)."""
     tests = ROOT / "tests"
     checks = {}
-    if importlib.util.find_spec("mypy") is not None:
+    if have("mypy"):
         checks["mypy"] = ("test_typing.py", [sys.executable, "-m", "mypy", "--no-error-summary"])
-    if importlib.util.find_spec("sphinx") is not None:
+    if have("sphinx", "numpydoc", "myst_parser", "matplotlib"):
         checks["sphinx"] = ("test_docs_site.py", [sys.executable, str(tests / "docs_build.py")])
-    if importlib.util.find_spec("build") is not None:
+    if have("build", "setuptools", "Cython"):
         checks["wheel"] = ("test_packaging.py",
                            [sys.executable, str(tests / "packaging_check.py")])
     return checks
+
+
+def have(*modules: str) -> bool:
+    """Whether every module is installed (a directory of the tree that happens to share a
+    name, such as build/, is a namespace package without an origin: not the tool)."""
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            return False
+    return True
 
 
 def asked_for(config, test_file: str) -> bool:
@@ -73,10 +83,13 @@ def pytest_configure(config):
     for name, (test_file, argv) in background_checks().items():
         if not asked_for(config, test_file):
             continue
-        os.mkdir(os.path.join(where, name))
+        # Each check's temporary files under its own directory, removed with it at the end
+        # even when the check is killed there (tempfile, build and pip honour TMPDIR).
+        os.makedirs(os.path.join(where, name, "tmp"))
+        env = {**os.environ, "TMPDIR": os.path.join(where, name, "tmp")}
         config.dpfast_background.append(subprocess.Popen(
             [sys.executable, "-c", RUNNER, os.path.join(where, name), *argv], cwd=ROOT,
-            start_new_session=True))
+            env=env, start_new_session=True))
 
 
 def pytest_unconfigure(config):
@@ -86,6 +99,7 @@ def pytest_unconfigure(config):
             proc.wait()
     if getattr(config, "dpfast_background_dir", None):
         shutil.rmtree(config.dpfast_background_dir, ignore_errors=True)
+        os.environ.pop(BACKGROUND_DIR, None)
 
 
 def background_result(name: str, timeout: float = 900) -> tuple[int, str]:

@@ -8,6 +8,7 @@ Cython, numpy), so the check needs no network for the build itself; the fresh ve
 numpy from pip's usual index, as a user's would."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -28,13 +29,23 @@ def run(*argv: str, env_extra: dict[str, str] | None = None, **kw: object) -> st
     return done.stdout
 
 
+# What a build writes beside the sources, and what is not the project's: not copied.
+NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "_build",
+                                     "__pycache__", ".*cache", ".hypothesis", "*.so",
+                                     "_native.c")
+
 with tempfile.TemporaryDirectory(prefix="dpfast-wheel-") as tmp:
     dist, venv = pathlib.Path(tmp, "dist"), pathlib.Path(tmp, "venv")
+    # The sdist is built from a copy of the tree: setup.py cythonizes and writes egg-info
+    # where it runs, and this build must leave the developer's tree (its _native.c above
+    # all) as it found it, whatever runs beside it.
+    tree = pathlib.Path(tmp, "tree")
+    shutil.copytree(ROOT, tree, ignore=NOT_SOURCES, symlinks=True)
     # DPFAST_DEBUG=1 (setup.py): -O0 with Cython's bounds checks, a build in 7 s of a core
     # instead of 24 s at -O3. This check is of what the artefacts hold and that they install
     # and run (the demo then runs with bounds checks on); the optimised build is the one the
     # rest of the suite tests.
-    run(sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT),
+    run(sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(tree),
         env_extra={"DPFAST_DEBUG": "1"})
     (sdist,) = dist.glob("dpfast-*.tar.gz")
     (wheel,) = dist.glob("dpfast-*.whl")
